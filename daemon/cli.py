@@ -1,0 +1,202 @@
+"""The `carryd` command line: argument parsing, settings, logging and exit codes, in one place.
+
+Each command lives in its own module and is imported only when run, so that `carryd status`
+or a host hook never pays for loading fastembed/onnxruntime. Exit codes: 0 ok, 1 a failure the
+message explains, 2 bad usage or config (`ConfigError`, `UsageError`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from carryd.index.errors import CarrydError, ConfigError, UsageError
+
+log = logging.getLogger(__name__)
+
+# command → (module, function); every function takes (args, settings) and returns an exit code.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "index": ("carryd.daemon.indexing", "cmd_index"),
+    "verify": ("carryd.daemon.indexing", "cmd_verify"),
+    "recall": ("carryd.daemon.recalling", "cmd_recall"),
+    "expand": ("carryd.daemon.recalling", "cmd_expand"),
+    "carry": ("carryd.daemon.carrying", "cmd_carry"),
+    "run": ("carryd.daemon.run", "cmd_run"),
+    "status": ("carryd.daemon.status", "cmd_status"),
+    "service": ("carryd.daemon.service", "cmd_service"),
+    "plan": ("carryd.daemon.archive", "cmd_plan"),
+    "hook": ("carryd.daemon.hooks", "cmd_hook"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--root", default=argparse.SUPPRESS, help="the memory root (else $CARRYD_ROOT or config)"
+    )
+    common.add_argument(
+        "--config", default=argparse.SUPPRESS, help="config file (else $CARRYD_CONFIG or default)"
+    )
+    common.add_argument(
+        "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more log output"
+    )
+    as_json = argparse.ArgumentParser(add_help=False)
+    as_json.add_argument("--json", action="store_true", help="print JSON")
+
+    parser = argparse.ArgumentParser(
+        prog="carryd",
+        description=(
+            "Keep continuation-carry files and hybrid recall ready for AI coding agents "
+            "whose memory is Markdown."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"carryd {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    sub.add_parser(
+        "index",
+        parents=[common, as_json],
+        help="sync the index with the memory root once (no daemon needed)",
+        description="Sync the index with the memory root once: parse changed files, embed "
+        "changed L0 abstracts, drop removed entries.",
+    )
+    sub.add_parser(
+        "verify",
+        parents=[common, as_json],
+        help="check the index against the files; exit 0 when they agree",
+        description="Compare the index with the files (counts, hashes, vector dims) and list "
+        "every difference. Exit 0 when they agree, 1 otherwise.",
+    )
+
+    recall = sub.add_parser(
+        "recall",
+        parents=[common, as_json],
+        help="hybrid recall: L0 abstracts of the best-matching entries",
+        description="Search the memory root (lexical BM25 over full text + semantic over L0 "
+        "abstracts, rank-space fusion). Prints L0 abstracts; use `carryd expand` for full text.",
+    )
+    recall.add_argument("query", nargs="?", help="what to recall")
+    recall.add_argument("--batch", metavar="FILE", help='JSON lines {"query", "workspace"?}')
+    recall.add_argument("--workspace", help="search this workspace plus root-level memory")
+    recall.add_argument("--limit", type=int, help="at most this many hits")
+    recall.add_argument(
+        "--min-confidence",
+        type=float,
+        help="inject threshold (0 ranks every candidate and returns below-threshold hits too)",
+    )
+
+    expand = sub.add_parser(
+        "expand",
+        parents=[common, as_json],
+        help="full text of entries by id",
+        description="Print the full text of one or more entries, read from the current files.",
+    )
+    expand.add_argument("ids", nargs="+", metavar="ID", help="entry ids (mem_…)")
+
+    carry = sub.add_parser(
+        "carry",
+        parents=[common],
+        help="(re)write continuation-carry files",
+        description="Plan and write the carry file of one workspace (or all); --print sends "
+        "one to stdout instead.",
+    )
+    carry.add_argument("--workspace", help="only this workspace")
+    carry.add_argument("--print", action="store_true", dest="print_", help="print the carry")
+    carry.add_argument(
+        "--max-chars", type=int, help="plan under this smaller total budget (with --print)"
+    )
+
+    sub.add_parser(
+        "run",
+        parents=[common],
+        help="the daemon, in the foreground",
+        description="Watch the memory root, keep index and carries fresh, serve the control "
+        "socket. SIGTERM finishes the current transaction and exits 0; SIGHUP reloads config.",
+    )
+    sub.add_parser(
+        "status",
+        parents=[common, as_json],
+        help="daemon, model, index and carry health (exit 1 when degraded or stale)",
+        description="Report the daemon, the model, index counts and each workspace's carry. "
+        "Exit 0 when healthy, 1 when degraded or stale.",
+    )
+
+    service = sub.add_parser(
+        "service",
+        parents=[common],
+        help="install, uninstall or print the systemd/launchd service",
+        description="Render the systemd user unit (Linux) or launchd agent (macOS) with the "
+        "real executable and root; install enables and starts it, uninstall undoes that.",
+    )
+    service.add_argument("action", choices=["install", "uninstall", "print"])
+
+    plan = sub.add_parser(
+        "plan",
+        parents=[common],
+        help="PLAN.md maintenance (archive settled history)",
+        description="`carryd plan archive` moves settled PLAN.md history into handoff/archive/ "
+        "losslessly.",
+    )
+    plan.add_argument("action", choices=["archive"])
+    plan.add_argument("--workspace", help="only this workspace")
+
+    hook = sub.add_parser(
+        "hook",
+        parents=[common],
+        help="host integrations (Claude Code SessionStart and statusLine)",
+        description="Answer a host hook on stdin/stdout. Never fails the host: any problem "
+        "gives a small valid answer and exit 0.",
+    )
+    hook.add_argument("host", choices=["claude-code"])
+    hook.add_argument("event", choices=["session-start", "statusline"])
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _setup_logging(args)
+    module_name, function_name = COMMANDS[args.command]
+    try:
+        module = importlib.import_module(module_name)
+        function = getattr(module, function_name)
+        if args.command == "hook":
+            # Hooks load settings themselves: a broken config must not break the host.
+            return int(function(args))
+        from carryd.daemon.config import load_settings
+
+        settings = load_settings(getattr(args, "config", None), root=getattr(args, "root", None))
+        return int(function(args, settings))
+    except (ConfigError, UsageError) as error:
+        print(f"carryd: {error}", file=sys.stderr)
+        return 2
+    except CarrydError as error:
+        print(f"carryd: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _setup_logging(args: argparse.Namespace) -> None:
+    verbose = getattr(args, "verbose", 0) or 0
+    base = logging.INFO if args.command == "run" else logging.WARNING
+    level = max(logging.DEBUG, base - 10 * verbose)
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="carryd %(levelname)s %(name)s: %(message)s"
+    )
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("carryd")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""carryd's error hierarchy: every message names the file or key at fault and the fix.
+
+The CLI maps these to exit codes in one place (`carryd.daemon.cli`): `ConfigError` and
+`UsageError` exit 2, every other `CarrydError` exits 1.
+"""
+
+from __future__ import annotations
+
+
+class CarrydError(Exception):
+    """Base of every error carryd raises on purpose."""
+
+
+class ConfigError(CarrydError):
+    """A config file, key or value is wrong; the message names the key path."""
+
+
+class UsageError(CarrydError):
+    """The command line asks for something that cannot be done (exit 2)."""
+
+
+class IndexCorrupt(CarrydError):
+    """The index database cannot be used (truncated, corrupt, other schema or model)."""
+
+
+class EmbedderUnavailable(CarrydError):
+    """No embedding model can be loaded; the message says what is missing."""
+
+
+class UnreadableFile(CarrydError):
+    """A memory file was skipped: binary, not UTF-8, too large, unreadable or a link loop."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class PromptBudgetError(CarrydError):
+    """The required segments of a carry alone do not fit the total budget."""
+
+
+class DaemonRunning(CarrydError):
+    """Another carryd daemon already serves this root."""
