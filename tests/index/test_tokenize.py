@@ -1,0 +1,78 @@
+"""The tokenizer: one function for documents and queries, Chinese and English alike."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from carryd.index.tokenize import terms
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", []),
+        ("   \n\t", []),
+        ("Redis server", ["redis", "server"]),
+        ("the cache and the queue", ["cache", "queue"]),  # stopwords dropped from plain words
+        ("Retry 3 times in 2026", ["retry", "3", "times", "2026"]),
+        ("ERR_CONN_RESET", ["err_conn_reset", "err", "conn", "reset"]),
+        ("lib/index.js", ["lib/index.js", "index.js", "lib", "index", "js"]),
+        ("memory_recall_pre", ["memory_recall_pre", "memory", "recall", "pre"]),
+        ("buildContinueCarry", ["buildcontinuecarry", "build", "continue", "carry"]),
+        ("getHTTPResponse", ["gethttpresponse", "get", "http", "response"]),
+        ("is_ready", ["is_ready", "is", "ready"]),  # identifier parts keep stopwords
+        ("end of sentence.", ["end", "sentence"]),  # trailing connectors are punctuation
+        ("__init__", ["init"]),
+        ("v1.2.3", ["v1.2.3", "v1", "2", "3"]),
+        ("Straße naïve", ["strasse", "naïve"]),  # casefold, and no split inside non-ASCII words
+        ("我们讨论", ["我", "们", "讨", "论", "我们", "们讨", "讨论"]),
+        ("库", ["库"]),
+        ("用 Postgres 替代", ["用", "postgres", "替", "代", "替代"]),
+        ("MySQL。", ["mysql", "my", "sql"]),
+        ("ｌｉｂ／ｉｎｄｅｘ．ｊｓ", ["lib/index.js", "index.js", "lib", "index", "js"]),  # full-width
+        ("ＥＲＲ＿ＣＯＮＮ＿ＲＥＳＥＴ", ["err_conn_reset", "err", "conn", "reset"]),
+        ("ﬁle", ["file"]),  # ligature
+    ],
+)
+def test_terms_table(text: str, expected: list[str]) -> None:
+    assert terms(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "document"),
+    [
+        ("ERR_CONN_RESET", "the socket died with err_conn_reset again"),
+        ("conn reset", "the socket died with ERR_CONN_RESET again"),
+        ("index.js", "edit lib/index.js first"),
+        ("recall", "hook memory_recall_pre runs first"),
+        ("continue carry", "see buildContinueCarry"),
+        ("数据库", "我们选了新的数据库方案"),
+        ("向量", "向量数据库"),
+    ],
+)
+def test_a_query_shares_terms_with_its_document(query: str, document: str) -> None:
+    assert set(terms(query)) <= set(terms(document))
+
+
+_ALPHABET = st.sampled_from(
+    list("abcXYZ019 _./-:\\\n。，数据库向量") + ["ＡＢ", "ｊｓ", "／", "．", "ﬁ", "ｶﾀ"]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_ALPHABET, max_size=40).map("".join))
+def test_terms_ignore_nfkc_compatibility_forms(text: str) -> None:
+    assert terms(unicodedata.normalize("NFKC", text)) == terms(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_terms_never_raise_and_are_deterministic_casefolded_nonempty(text: str) -> None:
+    first = terms(text)
+    assert first == terms(text)
+    assert all(term and term == term.casefold() for term in first)
+    assert all(not term.isspace() for term in first)
