@@ -1,0 +1,302 @@
+"""Given each arm's ranked candidates, return the fused hits — each with its decision and the
+per-arm evidence behind it (one function, no separate trace that could drift).
+
+Two questions, answered separately (seed P3):
+
+**Decide** (inject or not) with absolute numbers only. Every arm gives each candidate a
+confidence in [0, 1] that depends on the query and that entry alone (lexical: IDF-weighted
+query coverage, see `carryd.index.lexical`; semantic: the cosine through `SemanticCalibration`).
+A hit's confidence is the **max** over its arms — one arm that is sure is enough, since each
+arm catches what the other misses (error codes vs. paraphrases). The decision compares that
+with `min_confidence`. Nothing here is normalised over the candidate list, so a hit's
+confidence is the same whether the query returns 1 or 50 candidates.
+
+**Rank** in rank space only: ``score(d) = Σ_arms 1 / (k + rank_arm(d) / divisor_arm)``
+with k = 60 and 1-based ranks; an arm's priority is its divisor (2 low, 4 medium, 8 high),
+never a multiplicative weight (score-space weighting collapses RRF's tiny dynamic range into
+near-lexicographic order). The fused score is never thresholded. Ties break by id, so the same
+query always gives the same order.
+
+**Fewer than 3 candidates**: there is no rank structure worth fusing, so hits are ordered by
+their raw confidence (then the raw cosine, the raw BM25 and the id) and `score` is that
+confidence — not normalised, so two candidates never collapse to one shared score.
+
+**Parent propagation** (workspace / file / topic block), off by default: only when the direct
+candidates are fewer than `PROPAGATION_MIN_CANDIDATES`, the caller-supplied neighbours of each
+direct candidate join at the end of the list with match reason ``parent_topic`` /
+``parent_file`` / ``parent_workspace`` and an inherited confidence of the source's confidence
+times `PARENT_DECAY[level]` (so they inject only when their parent is very sure).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "RRF_K",
+    "MIN_FUSION_CANDIDATES",
+    "PROPAGATION_MIN_CANDIDATES",
+    "PARENT_DECAY",
+    "ArmName",
+    "Decision",
+    "MatchReason",
+    "ParentLevel",
+    "RankMode",
+    "ArmCandidate",
+    "Arm",
+    "ArmEvidence",
+    "FusedHit",
+    "Neighbour",
+    "SemanticCalibration",
+    "calibration_for",
+    "fuse",
+]
+
+RRF_K = 60
+MIN_FUSION_CANDIDATES = 3
+PROPAGATION_MIN_CANDIDATES = 3
+
+ArmName = Literal["lexical", "semantic"]
+Decision = Literal["inject", "below_threshold"]
+ParentLevel = Literal["topic", "file", "workspace"]
+MatchReason = Literal[
+    "lexical+semantic",
+    "lexical",
+    "semantic",
+    "parent_topic",
+    "parent_file",
+    "parent_workspace",
+]
+RankMode = Literal["rrf", "raw"]
+
+PARENT_DECAY: Mapping[ParentLevel, float] = {"topic": 0.5, "file": 0.35, "workspace": 0.2}
+_PARENT_REASON: Mapping[ParentLevel, MatchReason] = {
+    "topic": "parent_topic",
+    "file": "parent_file",
+    "workspace": "parent_workspace",
+}
+_LEVEL_ORDER: Mapping[ParentLevel, int] = {"topic": 0, "file": 1, "workspace": 2}
+
+
+# --- semantic calibration -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SemanticCalibration:
+    """A linear ramp from a model's "unrelated" cosine (→ 0) to its "same topic" cosine (→ 1).
+
+    Cosine similarity is already absolute, but each model has its own range: all-MiniLM
+    spreads unrelated text around 0.0–0.3, while E5 models squeeze everything into 0.7–0.9.
+    The ramp puts 0.5 (the default threshold) at the midpoint.
+    """
+
+    name: str
+    floor: float  # cosine at and below which confidence is 0
+    ceiling: float  # cosine at and above which confidence is 1
+
+    def confidence(self, cosine: float) -> float:
+        """Given a cosine similarity, return the calibrated confidence in [0, 1]."""
+        span = self.ceiling - self.floor
+        if span <= 0:
+            return 1.0 if cosine >= self.ceiling else 0.0
+        return min(1.0, max(0.0, (cosine - self.floor) / span))
+
+
+# Chosen on the development sets (bench/bench_recall.py): for MiniLM, the cosine of a query
+# with its gold entry's L0 vs. negative-control queries with their nearest L0. The E5 ramp
+# follows E5's documented compressed range (not measurable offline here: model unavailable).
+MINILM = SemanticCalibration(name="minilm", floor=0.25, ceiling=0.65)
+E5 = SemanticCalibration(name="e5", floor=0.78, ceiling=0.90)
+GENERIC = SemanticCalibration(name="generic", floor=0.30, ceiling=0.70)
+
+_CALIBRATIONS: tuple[tuple[str, SemanticCalibration], ...] = (
+    ("e5", E5),
+    ("minilm", MINILM),
+)
+
+
+def calibration_for(model_key: str) -> SemanticCalibration:
+    """Given a model's name or identity key, return the cosine calibration for it."""
+    folded = model_key.casefold()
+    for marker, calibration in _CALIBRATIONS:
+        if marker in folded:
+            return calibration
+    return GENERIC
+
+
+# --- fusion ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ArmCandidate:
+    """One entry as an arm saw it: its 1-based rank there, raw score and absolute confidence."""
+
+    id: str
+    rank: int
+    raw: float  # BM25 for the lexical arm, cosine for the semantic arm
+    confidence: float
+    matched: tuple[str, ...] = ()  # lexical: the query terms the entry contains
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm's ranked candidates and its rank divisor (its priority in fusion)."""
+
+    name: ArmName
+    divisor: float
+    candidates: tuple[ArmCandidate, ...]
+
+
+@dataclass(frozen=True)
+class ArmEvidence:
+    """What one arm contributed to one hit."""
+
+    rank: int
+    raw: float
+    confidence: float
+    divisor: float
+    contribution: float  # 1 / (k + rank / divisor)
+    matched: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """An entry sharing a parent (topic block, file or workspace) with a direct candidate."""
+
+    id: str
+    level: ParentLevel
+
+
+@dataclass(frozen=True)
+class FusedHit:
+    """One ranked hit: its score (ranking only), confidence and decision, and why."""
+
+    id: str
+    score: float
+    confidence: float
+    decision: Decision
+    match_reason: MatchReason
+    rank_mode: RankMode
+    lexical: ArmEvidence | None
+    semantic: ArmEvidence | None
+    parent_of: str | None = None  # the direct candidate a propagated hit came from
+
+
+def _decision(confidence: float, min_confidence: float) -> Decision:
+    return "inject" if confidence >= min_confidence else "below_threshold"
+
+
+def _reason(lexical: ArmEvidence | None, semantic: ArmEvidence | None) -> MatchReason:
+    match (lexical is not None, semantic is not None):
+        case (True, True):
+            return "lexical+semantic"
+        case (True, False):
+            return "lexical"
+        case _:
+            return "semantic"
+
+
+def fuse(
+    arms: Sequence[Arm],
+    *,
+    min_confidence: float,
+    k: float = RRF_K,
+    limit: int | None = None,
+    neighbours: Mapping[str, Sequence[Neighbour]] | None = None,
+) -> tuple[FusedHit, ...]:
+    """Given the arms' candidates, return every candidate ranked (best first, ties by id),
+    each with its absolute confidence, decision and per-arm evidence.
+
+    `neighbours` (direct candidate id → its neighbours) turns parent propagation on; it is
+    used only when there are fewer than `PROPAGATION_MIN_CANDIDATES` direct candidates.
+    `limit` cuts the ranked list (decisions are made before, per hit, so they do not move).
+    """
+    evidence: dict[str, dict[ArmName, ArmEvidence]] = {}
+    for arm in arms:
+        divisor = arm.divisor if arm.divisor > 0 else 1.0
+        for candidate in arm.candidates:
+            contribution = 1.0 / (k + candidate.rank / divisor)
+            evidence.setdefault(candidate.id, {})[arm.name] = ArmEvidence(
+                rank=candidate.rank,
+                raw=candidate.raw,
+                confidence=candidate.confidence,
+                divisor=divisor,
+                contribution=contribution,
+                matched=candidate.matched,
+            )
+    mode: RankMode = "raw" if len(evidence) < MIN_FUSION_CANDIDATES else "rrf"
+    hits: list[FusedHit] = []
+    for entry_id, by_arm in evidence.items():
+        lexical = by_arm.get("lexical")
+        semantic = by_arm.get("semantic")
+        confidence = max(item.confidence for item in by_arm.values())
+        score = (
+            sum(item.contribution for item in by_arm.values()) if mode == "rrf" else confidence
+        )
+        hits.append(
+            FusedHit(
+                id=entry_id,
+                score=score,
+                confidence=confidence,
+                decision=_decision(confidence, min_confidence),
+                match_reason=_reason(lexical, semantic),
+                rank_mode=mode,
+                lexical=lexical,
+                semantic=semantic,
+            )
+        )
+    if mode == "rrf":
+        hits.sort(key=lambda hit: (-hit.score, hit.id))
+    else:
+        hits.sort(key=_raw_order)
+    if neighbours is not None and len(hits) < PROPAGATION_MIN_CANDIDATES:
+        hits.extend(_propagate(hits, neighbours, min_confidence=min_confidence, mode=mode))
+    return tuple(hits if limit is None else hits[:limit])
+
+
+def _raw_order(hit: FusedHit) -> tuple[float, float, float, str]:
+    """Order by raw, unnormalised similarity: confidence, then cosine, then BM25, then id."""
+    cosine = hit.semantic.raw if hit.semantic is not None else float("-inf")
+    bm25 = hit.lexical.raw if hit.lexical is not None else float("-inf")
+    return (-hit.confidence, -cosine, -bm25, hit.id)
+
+
+def _propagate(
+    direct: Sequence[FusedHit],
+    neighbours: Mapping[str, Sequence[Neighbour]],
+    *,
+    min_confidence: float,
+    mode: RankMode,
+) -> list[FusedHit]:
+    """Given the (too few) direct hits, return their parents' other entries, best first."""
+    seen = {hit.id for hit in direct}
+    best: dict[str, tuple[int, int, float, FusedHit]] = {}
+    for position, hit in enumerate(direct):
+        for neighbour in neighbours.get(hit.id, ()):
+            if neighbour.id in seen:
+                continue
+            confidence = hit.confidence * PARENT_DECAY[neighbour.level]
+            key = (_LEVEL_ORDER[neighbour.level], position)
+            current = best.get(neighbour.id)
+            if current is not None and current[:2] <= key:
+                continue
+            best[neighbour.id] = (
+                key[0],
+                key[1],
+                confidence,
+                FusedHit(
+                    id=neighbour.id,
+                    score=hit.score * PARENT_DECAY[neighbour.level],
+                    confidence=confidence,
+                    decision=_decision(confidence, min_confidence),
+                    match_reason=_PARENT_REASON[neighbour.level],
+                    rank_mode=mode,
+                    lexical=None,
+                    semantic=None,
+                    parent_of=hit.id,
+                ),
+            )
+    ordered = sorted(best.values(), key=lambda item: (item[0], item[1], -item[2], item[3].id))
+    return [item[3] for item in ordered]

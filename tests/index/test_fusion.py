@@ -1,0 +1,219 @@
+"""Fusion: decisions from absolute confidences, ranking in rank space, evidence on every hit."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from carryd.index.fusion import (
+    E5,
+    GENERIC,
+    MINILM,
+    Arm,
+    ArmCandidate,
+    Neighbour,
+    calibration_for,
+    fuse,
+)
+
+
+def lexical(*items: tuple[str, float, float], divisor: float = 4.0) -> Arm:
+    """Given (id, bm25, confidence) best first, return a lexical arm."""
+    return Arm(
+        "lexical",
+        divisor,
+        tuple(ArmCandidate(id, rank, raw, conf) for rank, (id, raw, conf) in enumerate(items, 1)),
+    )
+
+
+def semantic(*items: tuple[str, float, float], divisor: float = 4.0) -> Arm:
+    """Given (id, cosine, confidence) best first, return a semantic arm."""
+    return Arm(
+        "semantic",
+        divisor,
+        tuple(ArmCandidate(id, rank, raw, conf) for rank, (id, raw, conf) in enumerate(items, 1)),
+    )
+
+
+def test_rrf_score_is_the_rank_space_sum_with_divisors() -> None:
+    hits = fuse(
+        [
+            lexical(("a", 9.0, 0.9), ("b", 5.0, 0.6), ("c", 1.0, 0.2), divisor=8.0),
+            semantic(("b", 0.7, 0.8), ("c", 0.5, 0.6), ("d", 0.3, 0.1), divisor=2.0),
+        ],
+        min_confidence=0.5,
+    )
+    by_id = {hit.id: hit for hit in hits}
+    assert by_id["b"].score == pytest.approx(1 / (60 + 2 / 8) + 1 / (60 + 1 / 2))
+    assert by_id["a"].score == pytest.approx(1 / (60 + 1 / 8))
+    assert by_id["d"].score == pytest.approx(1 / (60 + 3 / 2))
+    assert [hit.id for hit in hits] == ["b", "c", "a", "d"]
+    assert all(hit.rank_mode == "rrf" for hit in hits)
+    assert by_id["b"].lexical is not None and by_id["b"].lexical.rank == 2
+    assert by_id["b"].semantic is not None and by_id["b"].semantic.contribution == pytest.approx(
+        1 / (60 + 1 / 2)
+    )
+    assert by_id["b"].match_reason == "lexical+semantic"
+    assert by_id["a"].match_reason == "lexical" and by_id["a"].semantic is None
+    assert by_id["d"].match_reason == "semantic" and by_id["d"].lexical is None
+
+
+@pytest.mark.parametrize(
+    ("confidences", "threshold", "expected"),
+    [
+        ((0.9, None), 0.5, ("inject", 0.9)),
+        ((0.2, 0.7), 0.5, ("inject", 0.7)),  # max over arms: one sure arm is enough
+        ((0.2, 0.3), 0.5, ("below_threshold", 0.3)),
+        ((None, 0.5), 0.5, ("inject", 0.5)),  # the threshold itself passes
+        ((0.0, None), 0.0, ("inject", 0.0)),  # 0 injects every candidate
+    ],
+)
+def test_decision_is_max_confidence_against_threshold(
+    confidences: tuple[float | None, float | None],
+    threshold: float,
+    expected: tuple[str, float],
+) -> None:
+    lexical_conf, semantic_conf = confidences
+    arms = [
+        *([lexical(("x", 1.0, lexical_conf))] if lexical_conf is not None else []),
+        *([semantic(("x", 0.5, semantic_conf))] if semantic_conf is not None else []),
+    ]
+    (hit,) = fuse(arms, min_confidence=threshold)
+    assert (hit.decision, hit.confidence) == expected
+
+
+def test_confidence_does_not_depend_on_the_other_candidates() -> None:
+    alone = fuse([semantic(("x", 0.61, 0.9))], min_confidence=0.5)
+    crowd = fuse(
+        [
+            semantic(*[(f"y{n:02}", 0.9, 1.0) for n in range(25)], ("x", 0.61, 0.9)),
+            lexical(*[(f"z{n:02}", 20.0, 1.0) for n in range(24)]),
+        ],
+        min_confidence=0.5,
+    )
+    assert len(crowd) == 50
+    assert next(hit for hit in crowd if hit.id == "x").confidence == alone[0].confidence == 0.9
+
+
+def test_fewer_than_three_candidates_order_by_raw_confidence_not_rank() -> None:
+    # The lexical rank 1 is a weak match; the semantic candidate is surer.
+    hits = fuse(
+        [lexical(("weak", 2.0, 0.3)), semantic(("sure", 0.8, 0.9))],
+        min_confidence=0.5,
+    )
+    assert [hit.id for hit in hits] == ["sure", "weak"]
+    assert [hit.score for hit in hits] == [0.9, 0.3]
+    assert all(hit.rank_mode == "raw" for hit in hits)
+    assert len({hit.score for hit in hits}) == 2
+
+
+def test_a_single_candidate_keeps_its_own_score_not_a_flat_half() -> None:
+    (hit,) = fuse([semantic(("only", 0.12, 0.0))], min_confidence=0.5)
+    assert hit.score == 0.0 and hit.decision == "below_threshold"
+    (hit,) = fuse([lexical(("only", 3.0, 0.93))], min_confidence=0.5)
+    assert hit.score == 0.93 and hit.decision == "inject"
+
+
+def test_raw_order_breaks_equal_confidence_by_cosine_then_id() -> None:
+    hits = fuse([semantic(("b", 0.8, 1.0), ("a", 0.7, 1.0))], min_confidence=0.5)
+    assert [hit.id for hit in hits] == ["b", "a"]
+    hits = fuse([lexical(("b", 1.0, 0.6), ("a", 1.0, 0.6))], min_confidence=0.5)
+    assert [hit.id for hit in hits] == ["a", "b"]
+
+
+def test_no_candidates_no_hits() -> None:
+    assert fuse([], min_confidence=0.5) == ()
+    assert fuse([lexical(), semantic()], min_confidence=0.5) == ()
+
+
+def test_limit_cuts_after_ranking() -> None:
+    arms = [lexical(*[(f"e{n}", 10.0 - n, 0.9) for n in range(6)])]
+    assert [hit.id for hit in fuse(arms, min_confidence=0.5, limit=2)] == ["e0", "e1"]
+
+
+def test_parent_propagation_only_when_too_few_and_only_when_asked() -> None:
+    arms = [lexical(("a", 5.0, 0.9))]
+    neighbours = {
+        "a": (Neighbour("t", "topic"), Neighbour("f", "file"), Neighbour("w", "workspace")),
+    }
+    assert [hit.id for hit in fuse(arms, min_confidence=0.5)] == ["a"]
+    hits = fuse(arms, min_confidence=0.4, neighbours=neighbours)
+    assert [(hit.id, hit.match_reason) for hit in hits] == [
+        ("a", "lexical"),
+        ("t", "parent_topic"),
+        ("f", "parent_file"),
+        ("w", "parent_workspace"),
+    ]
+    assert hits[1].parent_of == "a"
+    assert hits[1].confidence == pytest.approx(0.45) and hits[1].decision == "inject"
+    assert hits[3].decision == "below_threshold"
+    many = [lexical(("a", 5.0, 0.9), ("b", 4.0, 0.9), ("c", 3.0, 0.9))]
+    assert [hit.id for hit in fuse(many, min_confidence=0.5, neighbours=neighbours)] == [
+        "a",
+        "b",
+        "c",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("model", "calibration"),
+    [
+        ("Xenova/multilingual-e5-small", E5),
+        ("intfloat/e5-base-v2", E5),
+        ("nreimers/MiniLM-L6-H384-uncased", MINILM),
+        ("sentence-transformers/all-MiniLM-L6-v2", MINILM),
+        ("BAAI/bge-small-en", GENERIC),
+    ],
+)
+def test_calibration_follows_the_model(model: str, calibration: object) -> None:
+    assert calibration_for(model) == calibration
+
+
+@pytest.mark.parametrize(
+    ("cosine", "expected"),
+    [(-0.3, 0.0), (0.25, 0.0), (0.45, 0.5), (0.65, 1.0), (0.99, 1.0)],
+)
+def test_minilm_ramp(cosine: float, expected: float) -> None:
+    assert MINILM.confidence(cosine) == pytest.approx(expected)
+
+
+_ids = st.sampled_from([f"mem_{n}" for n in range(12)])
+
+
+@st.composite
+def arms(draw: st.DrawFn) -> list[Arm]:
+    out = []
+    for name in ("lexical", "semantic"):
+        ids = draw(st.lists(_ids, unique=True, max_size=8))
+        confidences = draw(
+            st.lists(st.floats(0, 1), min_size=len(ids), max_size=len(ids))
+        )
+        divisor = draw(st.sampled_from([2.0, 4.0, 8.0]))
+        out.append(
+            Arm(
+                name,  # type: ignore[arg-type]
+                divisor,
+                tuple(
+                    ArmCandidate(entry_id, rank, 1.0 - rank / 10, confidence)
+                    for rank, (entry_id, confidence) in enumerate(zip(ids, confidences), 1)
+                ),
+            )
+        )
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(arms(), st.floats(0, 1))
+def test_fusion_properties(given_arms: list[Arm], threshold: float) -> None:
+    hits = fuse(given_arms, min_confidence=threshold)
+    ids = {c.id for arm in given_arms for c in arm.candidates}
+    assert sorted(hit.id for hit in hits) == sorted(ids)  # every candidate, once
+    assert fuse(list(reversed(given_arms)), min_confidence=threshold) == hits  # arm order moot
+    for hit in hits:
+        arm_confidences = [e.confidence for e in (hit.lexical, hit.semantic) if e is not None]
+        assert hit.confidence == max(arm_confidences)
+        assert hit.decision == ("inject" if hit.confidence >= threshold else "below_threshold")
+    if len(hits) >= 3:
+        keys = [(-hit.score, hit.id) for hit in hits]
+        assert keys == sorted(keys)

@@ -1,0 +1,128 @@
+"""BM25 over postings, and a lexical confidence that ignores the other candidates."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from carryd.index.lexical import LexicalStats, idf, query_terms, search
+from carryd.index.tokenize import terms
+
+
+def build(documents: dict[str, str]) -> tuple[dict[str, dict[str, int]], dict[str, int], LexicalStats]:
+    """Given id → text, return postings, lengths and stats exactly as the store computes them."""
+    postings: dict[str, dict[str, int]] = {}
+    lengths: dict[str, int] = {}
+    for entry_id, text in documents.items():
+        counts = Counter(terms(text))
+        lengths[entry_id] = sum(counts.values())
+        for term, frequency in counts.items():
+            postings.setdefault(term, {})[entry_id] = frequency
+    average = sum(lengths.values()) / max(len(lengths), 1)
+    return postings, lengths, LexicalStats(doc_count=len(documents), avg_doc_len=average)
+
+
+DOCS = {
+    "mem_a": "The socket died with ERR_CONN_RESET when the proxy restarted.",
+    "mem_b": "Edit lib/index.js before touching the recall hook memory_recall_pre.",
+    "mem_c": "We chose Postgres over MySQL for the queue; Redis stays the cache.",
+    "mem_d": "上周决定用向量数据库替代全文检索，发布时踩了坑。",
+    "mem_e": "The cache is Redis. Redis restarts nightly. Redis Redis.",
+}
+
+
+def run(query: str, documents: dict[str, str] = DOCS, **kwargs: object):  # type: ignore[no-untyped-def]
+    postings, lengths, stats = build(documents)
+    return search(query_terms(query), postings, lengths, stats, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [
+        ("ERR_CONN_RESET", "mem_a"),
+        ("conn reset", "mem_a"),
+        ("index.js", "mem_b"),
+        ("memory_recall_pre", "mem_b"),
+        ("postgres queue", "mem_c"),
+        ("向量数据库", "mem_d"),
+        ("发布踩坑", "mem_d"),
+    ],
+)
+def test_the_entry_holding_the_query_ranks_first(query: str, first: str) -> None:
+    hits = run(query)
+    assert hits[0].id == first
+    assert hits[0].rank == 1
+
+
+def test_bm25_matches_the_formula_for_one_term() -> None:
+    postings, lengths, stats = build(DOCS)
+    (hit,) = search(("postgres",), postings, lengths, stats)
+    weight = idf(1, 5)
+    norm = 1.2 * (1 - 0.75 + 0.75 * lengths["mem_c"] / stats.avg_doc_len)
+    assert hit.bm25 == pytest.approx(weight * 2.2 / (1 + norm))
+    assert weight == pytest.approx(math.log(1 + 4.5 / 1.5))
+
+
+def test_ranks_are_dense_and_ties_break_by_id() -> None:
+    documents = {"mem_z": "alpha beta", "mem_y": "alpha beta", "mem_x": "gamma"}
+    hits = run("alpha", documents)
+    assert [(hit.id, hit.rank) for hit in hits] == [("mem_y", 1), ("mem_z", 2)]
+    assert hits[0].bm25 == hits[1].bm25
+
+
+@pytest.mark.parametrize(
+    ("query", "entry", "low", "high"),
+    [
+        ("ERR_CONN_RESET", "mem_a", 0.85, 1.0),  # every query term present
+        ("postgres mysql", "mem_c", 0.85, 1.0),
+        ("postgres kubernetes", "mem_c", 0.3, 0.6),  # half the (equally rare) terms
+        ("kubernetes ingress postgres", "mem_c", 0.15, 0.4),  # unseen terms weigh most
+    ],
+)
+def test_confidence_is_idf_weighted_coverage(query: str, entry: str, low: float, high: float) -> None:
+    hit = next(hit for hit in run(query) if hit.id == entry)
+    assert low <= hit.confidence <= high
+
+
+def test_no_match_no_hit_and_empty_query_no_hit() -> None:
+    assert run("kubernetes") == ()
+    assert run("") == ()
+    assert run("the and of") == ()  # only stopwords
+
+
+def test_confidence_does_not_depend_on_limit_or_scope() -> None:
+    full = {hit.id: hit.confidence for hit in run("redis cache restarts")}
+    one = run("redis cache restarts", limit=1)
+    scoped = run("redis cache restarts", allowed={"mem_c"})
+    assert len(one) == 1 and one[0].confidence == full[one[0].id]
+    assert [hit.id for hit in scoped] == ["mem_c"]
+    assert scoped[0].confidence == full["mem_c"]
+
+
+def test_matched_terms_are_reported_in_query_order() -> None:
+    hits = run("reset proxy kubernetes")
+    assert hits[0].matched == ("reset", "proxy")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from([f"mem_{n}" for n in range(8)]),
+        st.lists(st.sampled_from("alpha beta gamma delta 数据 向量 err_x".split()), max_size=12).map(" ".join),
+        min_size=1,
+    ),
+    st.lists(st.sampled_from("alpha beta gamma zeta 数据 err_x".split()), min_size=1, max_size=4).map(" ".join),
+)
+def test_confidence_in_unit_interval_and_rank_order_follows_bm25(
+    documents: dict[str, str], query: str
+) -> None:
+    hits = run(query, documents)
+    assert all(0.0 <= hit.confidence <= 1.0 for hit in hits)
+    assert [hit.rank for hit in hits] == list(range(1, len(hits) + 1))
+    assert all(
+        (earlier.bm25, later.id) >= (later.bm25, earlier.id) for earlier, later in zip(hits, hits[1:])
+    )
