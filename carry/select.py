@@ -1,0 +1,403 @@
+"""Given recall hits, return the recalled-memory segment and why each hit is in or out (S15).
+
+The chain is fixed and its order matters (seed 000, "选择顺序为什么不能交换"):
+
+    scope gate → confidence gate → authority precedence → exact dedupe
+      → explicit conflict resolution on slot → stable top-k → char and token budgets
+
+Every candidate leaves with exactly one `MemoryDecision`. Retrieval is not redone here: the
+adapter copies recall's confidence, rank and provenance and never re-scores (S12/S15 boundary).
+
+Authority says where a memory lives, never what its text claims: root level is `user_default`,
+a workspace's files are `workspace_override`, the active ledger's explicit requirements are
+`current_turn`. An authority value outside those three fails closed: the adapter raises
+`ValueError`, so a caller can never smuggle in a made-up higher level.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+Authority = Literal["current_turn", "workspace_override", "user_default"]
+AUTHORITIES: tuple[Authority, ...] = get_args(Authority)
+# Lower is stronger: current_turn > workspace_override > user_default.
+_AUTHORITY_RANK: dict[str, int] = {name: rank for rank, name in enumerate(AUTHORITIES)}
+
+SelectionStatus = Literal["selected", "rejected"]
+SelectionReason = Literal[
+    "selected",
+    "scope_mismatch",
+    "low_confidence",
+    "duplicate_content",
+    "authority_loser",
+    "conflict_loser",
+    "top_k_reached",
+    "char_budget_exceeded",
+    "token_budget_exceeded",
+]
+
+MEMORY_OPEN = "<recalled_memory>"
+MEMORY_CLOSE = "</recalled_memory>"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a candidate comes from: the entry id, its kind, title, capture time and location."""
+
+    source_id: str
+    source_type: str = "memory_entry"
+    title: str | None = None
+    captured_at: str | None = None  # ISO 8601 when known; compared as text (newer sorts first)
+    path: str | None = None  # relative to the memory root
+    line_start: int | None = None
+    line_end: int | None = None
+
+    @property
+    def location(self) -> str | None:
+        """Given the path and lines, return `path:start-end` (or None without a path)."""
+        if self.path is None:
+            return None
+        if self.line_start is None:
+            return self.path
+        if self.line_end is None or self.line_end == self.line_start:
+            return f"{self.path}:{self.line_start}"
+        return f"{self.path}:{self.line_start}-{self.line_end}"
+
+
+@dataclass(frozen=True)
+class MemoryContextCandidate:
+    """One recalled memory, adapted structurally from a recall hit."""
+
+    memory_id: str
+    text: str  # compact text for the context (recall's L0 abstract)
+    user_scope: str | None  # the workspace it lives in; None = root level (shared by all scopes)
+    score: float  # recall's absolute confidence, copied, never recomputed
+    source_rank: int  # recall's 1-based rank, copied
+    provenance: Provenance
+    conflict_key: str | None = None  # explicit slot from entry metadata, never guessed
+    authority: Authority = "user_default"
+
+    def __post_init__(self) -> None:
+        checked_authority(self.authority, memory_id=self.memory_id)
+
+
+@dataclass(frozen=True)
+class MemorySelectionPolicy:
+    min_score: float = 0.5
+    top_k: int = 5
+    max_chars: int = 3_000
+    max_tokens: int = 800
+
+    def __post_init__(self) -> None:
+        for name in ("min_score", "top_k", "max_chars", "max_tokens"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"MemorySelectionPolicy.{name} must not be negative")
+
+
+@dataclass(frozen=True)
+class MemoryDecision:
+    memory_id: str
+    authority: Authority
+    status: SelectionStatus
+    reason: SelectionReason
+    winner_id: str | None  # the candidate that beat this one (dedupe and conflicts)
+    slot: str | None  # the normalised conflict key, when the candidate has one
+    score: float
+    source_rank: int
+    explanation: str
+
+
+@dataclass(frozen=True)
+class MemoryContextPlan:
+    context: str  # "" when nothing is selected: never an empty <recalled_memory>
+    used_chars: int  # wrapper and provenance attributes included
+    used_tokens: int
+    selected_memory_ids: tuple[str, ...]
+    rejected_memory_ids: tuple[str, ...]
+    decisions: tuple[MemoryDecision, ...]  # one per candidate, in precedence order
+
+
+# Latin (and other alphabetic) word runs, single CJK characters and single punctuation marks
+# are one unit each: a transparent offline estimate that does not pretend to be any vendor's
+# tokenizer (seed 000, `estimate_context_tokens`).
+_CJK = (
+    "\u2e80-\u2fdf\u3005-\u3007\u3021-\u3029\u3040-\u30ff\u3100-\u312f\u3190-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
+)
+_TOKEN_UNITS = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])\w)+|[^\w\s]")
+
+
+def estimate_context_tokens(text: str) -> int:
+    """Given text, return its transparent token estimate (word run, CJK char, punctuation: 1)."""
+    return sum(1 for _ in _TOKEN_UNITS.finditer(text))
+
+
+def normalise_text(text: str) -> str:
+    """Given text, return it NFKC-normalised, casefolded, with whitespace runs as one space."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def authority_from_location(
+    workspace: str | None, path: str, *, active_ledger: str | None
+) -> Authority:
+    """Given where a memory lives, return its authority.
+
+    The active ledger (the workspace's handoff/LEDGER.md, relative to the root) holds the
+    current turn's explicit requirements; any other file inside a workspace is a workspace
+    override; root-level memory is the user's default.
+    """
+    if active_ledger is not None and path == active_ledger:
+        return "current_turn"
+    if workspace is None:
+        return "user_default"
+    return "workspace_override"
+
+
+def checked_authority(value: object, *, memory_id: str) -> Authority:
+    """Given an authority value from outside, return it, or raise ValueError (fail closed)."""
+    if isinstance(value, str) and value in _AUTHORITY_RANK:
+        return value  # type: ignore[return-value]
+    raise ValueError(
+        f"memory {memory_id}: unknown authority {value!r}; expected one of "
+        f"{', '.join(AUTHORITIES)} (authority comes from where a memory lives)"
+    )
+
+
+def candidates_from_recall(
+    hits: Sequence[Mapping[str, Any]],
+    *,
+    authority_for: Callable[[Mapping[str, Any]], str],
+    slots: Mapping[str, str | None] | None = None,
+) -> tuple[MemoryContextCandidate, ...]:
+    """Given recall hits (the CLI contract's JSON shape), return selection candidates.
+
+    Structural adaptation only: the hit's `confidence` (absolute, calibrated) becomes `score`,
+    its position in the answer becomes `source_rank`, its L0 becomes `text`. `authority_for`
+    maps a hit to its authority (from its location); an unknown value raises ValueError.
+    `slots` maps entry ids to their explicit slot (recall answers do not carry it).
+    """
+    slot_of = slots or {}
+    candidates = []
+    for position, hit in enumerate(hits, start=1):
+        memory_id = str(hit["id"])
+        score = hit.get("confidence")
+        if score is None:
+            score = hit.get("score", 0.0)
+        candidates.append(
+            MemoryContextCandidate(
+                memory_id=memory_id,
+                text=str(hit.get("l0") or ""),
+                user_scope=hit.get("workspace"),
+                score=float(score),
+                source_rank=position,
+                provenance=Provenance(
+                    source_id=memory_id,
+                    source_type="memory_entry",
+                    title=None,
+                    captured_at=None,
+                    path=hit.get("path"),
+                    line_start=hit.get("line_start"),
+                    line_end=hit.get("line_end"),
+                ),
+                conflict_key=slot_of.get(memory_id),
+                authority=checked_authority(authority_for(hit), memory_id=memory_id),
+            )
+        )
+    return tuple(candidates)
+
+
+def render_memory_hit(candidate: MemoryContextCandidate) -> str:
+    """Given a candidate, return its atomic `<memory_hit …>` block (provenance as attributes)."""
+    attributes = [("id", candidate.memory_id), ("authority", candidate.authority)]
+    if candidate.conflict_key is not None:
+        attributes.append(("slot", candidate.conflict_key))
+    provenance = candidate.provenance
+    if provenance.location is not None:
+        attributes.append(("source", provenance.location))
+    if provenance.title:
+        attributes.append(("title", provenance.title))
+    if provenance.captured_at:
+        attributes.append(("captured_at", provenance.captured_at))
+    rendered = " ".join(f'{name}="{_escape(value, quote=True)}"' for name, value in attributes)
+    return f"<memory_hit {rendered}>\n{_escape(candidate.text)}\n</memory_hit>"
+
+
+def render_memory_context(candidates: Iterable[MemoryContextCandidate]) -> str:
+    """Given selected candidates in order, return the `<recalled_memory>` block ("" if none)."""
+    blocks = [render_memory_hit(candidate) for candidate in candidates]
+    if not blocks:
+        return ""
+    return "\n".join([MEMORY_OPEN, *blocks, MEMORY_CLOSE])
+
+
+def select_memory_context(
+    candidates: Iterable[MemoryContextCandidate],
+    *,
+    user_scope: str | None,
+    policy: MemorySelectionPolicy,
+    token_counter: Callable[[str], int] = estimate_context_tokens,
+) -> MemoryContextPlan:
+    """Given candidates, the active scope and a policy, return the packed context and decisions.
+
+    A candidate passes the scope gate when it lives in `user_scope` or at root level (root
+    memory is the user's own cross-project default, visible from every workspace). The result
+    does not depend on the order of `candidates`.
+    """
+    ordered = _precedence_order(candidates)
+    decided: dict[int, MemoryDecision] = {}
+
+    def decide(
+        position: int,
+        reason: SelectionReason,
+        explanation: str,
+        winner: MemoryContextCandidate | None = None,
+    ) -> None:
+        candidate = ordered[position]
+        decided[position] = MemoryDecision(
+            memory_id=candidate.memory_id,
+            authority=candidate.authority,
+            status="selected" if reason == "selected" else "rejected",
+            reason=reason,
+            winner_id=winner.memory_id if winner is not None else None,
+            slot=_normalised_slot(candidate),
+            score=candidate.score,
+            source_rank=candidate.source_rank,
+            explanation=explanation,
+        )
+
+    # 1-2. Gates first: neither authority nor score may override them.
+    alive: list[int] = []
+    for position, candidate in enumerate(ordered):
+        if candidate.user_scope is not None and candidate.user_scope != user_scope:
+            decide(
+                position,
+                "scope_mismatch",
+                f"lives in scope {candidate.user_scope!r}, the query's scope is {user_scope!r}.",
+            )
+        elif not candidate.score >= policy.min_score:  # NaN fails closed too
+            decide(
+                position,
+                "low_confidence",
+                f"confidence {candidate.score:.3f} is below the minimum {policy.min_score:.3f}.",
+            )
+        else:
+            alive.append(position)
+
+    # 3. `ordered` already is authority precedence; 4. exact dedupe on (text, slot).
+    seen: dict[tuple[str, str | None], int] = {}
+    unique: list[int] = []
+    for position in alive:
+        candidate = ordered[position]
+        key = (normalise_text(candidate.text), _normalised_slot(candidate))
+        if key in seen:
+            winner = ordered[seen[key]]
+            slot_note = f" in slot {key[1]!r}" if key[1] is not None else " (no slot)"
+            decide(
+                position,
+                "duplicate_content",
+                f"same text{slot_note} as {winner.memory_id}, which ranks first.",
+                winner,
+            )
+        else:
+            seen[key] = position
+            unique.append(position)
+
+    # 5. Explicit conflicts: the first candidate of a slot in precedence order wins it.
+    slot_winner: dict[str, int] = {}
+    survivors: list[int] = []
+    for position in unique:
+        candidate = ordered[position]
+        slot = _normalised_slot(candidate)
+        if slot is None:
+            survivors.append(position)
+        elif slot not in slot_winner:
+            slot_winner[slot] = position
+            survivors.append(position)
+        else:
+            winner = ordered[slot_winner[slot]]
+            if winner.authority != candidate.authority:
+                decide(
+                    position,
+                    "authority_loser",
+                    f"slot {slot!r} is decided by {winner.memory_id} ({winner.authority} "
+                    f"outranks {candidate.authority}); a decided fact is never backfilled.",
+                    winner,
+                )
+            else:
+                decide(
+                    position,
+                    "conflict_loser",
+                    f"slot {slot!r} is decided by {winner.memory_id} (same authority "
+                    f"{candidate.authority}, stronger evidence); never backfilled.",
+                    winner,
+                )
+
+    # 6. Stable top-k, then atomic blocks under both budgets; later, smaller ones backfill.
+    selected: list[MemoryContextCandidate] = []
+    for position in survivors:
+        candidate = ordered[position]
+        if len(selected) >= policy.top_k:
+            decide(position, "top_k_reached", f"top-k of {policy.top_k} already selected.")
+            continue
+        trial = render_memory_context([*selected, candidate])
+        if len(trial) > policy.max_chars:
+            decide(
+                position,
+                "char_budget_exceeded",
+                f"adding it makes the segment {len(trial)} chars, over {policy.max_chars}.",
+            )
+            continue
+        tokens = token_counter(trial)
+        if tokens > policy.max_tokens:
+            decide(
+                position,
+                "token_budget_exceeded",
+                f"adding it makes the segment {tokens} tokens, over {policy.max_tokens}.",
+            )
+            continue
+        selected.append(candidate)
+        decide(position, "selected", f"fits as hit {len(selected)} of at most {policy.top_k}.")
+
+    context = render_memory_context(selected)
+    decisions = tuple(decided[position] for position in range(len(ordered)))
+    return MemoryContextPlan(
+        context=context,
+        used_chars=len(context),
+        used_tokens=token_counter(context) if context else 0,
+        selected_memory_ids=tuple(c.memory_id for c in selected),
+        rejected_memory_ids=tuple(d.memory_id for d in decisions if d.status == "rejected"),
+        decisions=decisions,
+    )
+
+
+def _precedence_order(
+    candidates: Iterable[MemoryContextCandidate],
+) -> list[MemoryContextCandidate]:
+    """Given candidates, return them by authority → score ↓ → rank ↑ → captured_at ↓ → id ↑."""
+    # Stable sorts from the last key to the first; `reverse=True` keeps ties in order.
+    ordered = sorted(candidates, key=lambda c: c.memory_id)
+    ordered.sort(key=lambda c: c.provenance.captured_at or "", reverse=True)
+    ordered.sort(key=lambda c: (_AUTHORITY_RANK[c.authority], -_finite(c.score), c.source_rank))
+    return ordered
+
+
+def _finite(score: float) -> float:
+    return score if score == score else float("-inf")  # NaN sorts last
+
+
+def _normalised_slot(candidate: MemoryContextCandidate) -> str | None:
+    if candidate.conflict_key is None:
+        return None
+    slot = normalise_text(candidate.conflict_key)
+    return slot or None
+
+
+def _escape(text: str, *, quote: bool = False) -> str:
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    if quote:
+        escaped = escaped.replace('"', "&quot;").replace("\n", " ")
+    return escaped
