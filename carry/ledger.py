@@ -1,0 +1,398 @@
+"""Given the text of a handoff ledger (`handoff/LEDGER.md`), return its four sections and items.
+
+A ledger has four sections — 任务状态 / 目标 / 已试方案与失败原因 / 进度与下一步 (English:
+Task status / Goal / Tried approaches and failure reasons / Progress and next steps; the names
+are configurable). Parsing rules, all deterministic and none of them raising:
+
+- Headings are found with a real Markdown parser (markdown-it-py), so a `#` inside a fenced
+  code block is not a heading. A heading names a section when its text, after stripping
+  numbering ("1.", "一、", "(2)"), emoji, emphasis, a trailing parenthetical and trailing colons,
+  equals one of the section's names (English case-insensitively; "目标 / Goal" matches by
+  either half).
+- Duplicate titles (a known write-side defect: two `# 交接账本 …` lines with different
+  timestamps): every level-1 heading that is not itself a section heading is a ledger title,
+  and the LAST title starts the current ledger; everything before it is ignored and
+  `duplicate_titles` counts the extra titles.
+- A section runs until the next section heading, or until any other heading at the same or a
+  shallower level; such a foreign heading and its content are ignored with a warning. Deeper
+  headings inside a section are items of their own (`block="heading"`).
+- Items are the section's top-level blocks: a list item together with its continuation lines
+  and nested sub-items, a paragraph, a fenced block, a table, a quote. Pure HTML comments and
+  thematic breaks are skipped.
+- An item's kind comes from EXPLICIT markers in its text only, never from the section it sits
+  in: the earliest marker wins (see `item_kind`). Without a marker the kind is "plain", so a
+  success written under 已试方案与失败原因 stays a success.
+- A section that appears twice gets the later items appended to the first, with a warning.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from markdown_it import MarkdownIt
+
+SectionKind = Literal["status", "goal", "tried", "next"]
+ItemKind = Literal["success", "failure", "todo", "done", "meta", "status", "goal", "plain"]
+BlockKind = Literal["list", "paragraph", "heading", "other"]
+
+# Canonical (display) order of the sections; budget order is by weight (carry.truncate).
+SECTION_ORDER: tuple[SectionKind, ...] = ("status", "goal", "tried", "next")
+
+
+@dataclass(frozen=True)
+class LedgerItem:
+    """One item of a section; `text` is the item's source lines, exactly (trailing blanks cut)."""
+
+    text: str
+    kind: ItemKind
+    line_start: int  # 1-based, inclusive, in the ledger file
+    line_end: int  # 1-based, inclusive
+    weight: float | None = None  # from the sidecar (P7), when one matched
+    block: BlockKind = "list"
+
+
+@dataclass(frozen=True)
+class LedgerSection:
+    kind: SectionKind
+    heading: str  # the heading's source line(s), e.g. "## 已试方案与失败原因"
+    items: tuple[LedgerItem, ...]
+    line_start: int  # the heading line
+    line_end: int  # last line of the section's last item (the heading line when empty)
+    level: int = 2
+
+
+@dataclass(frozen=True)
+class Ledger:
+    title: str | None  # text of the current (last) title, without "#"
+    title_line: int | None
+    sections: tuple[LedgerSection, ...]  # document order, at most one per kind
+    duplicate_titles: int  # titles beyond the first (0 for a healthy ledger)
+    warnings: tuple[str, ...]
+
+    def section(self, kind: SectionKind) -> LedgerSection | None:
+        """Given a section kind, return that section or None."""
+        for section in self.sections:
+            if section.kind == kind:
+                return section
+        return None
+
+
+@dataclass(frozen=True)
+class SectionNames:
+    """Heading names per section; the defaults equal `settings.carry.sections`' defaults.
+
+    The caller builds it from settings:
+    `SectionNames(**dataclasses.asdict(settings.carry.sections))`.
+    """
+
+    status: tuple[str, ...] = ("任务状态", "Task status")
+    goal: tuple[str, ...] = ("目标", "Goal")
+    tried: tuple[str, ...] = ("已试方案与失败原因", "Tried approaches and failure reasons")
+    next: tuple[str, ...] = ("进度与下一步", "Progress and next steps")
+
+
+# Short English aliases always recognised besides the configured names (a ledger written by
+# a host in English rarely spells the long default names exactly).
+BUILTIN_ALIASES: dict[SectionKind, tuple[str, ...]] = {
+    "status": ("Status", "Current status", "Task state"),
+    "goal": ("Goals", "Objective", "Objectives"),
+    "tried": (
+        "Tried",
+        "Tried approaches",
+        "Tried approaches and failures",
+        "Failed approaches",
+        "What we tried",
+    ),
+    "next": ("Next steps", "Next", "Progress", "Progress and next step"),
+}
+
+
+@dataclass(frozen=True)
+class Block:
+    """A top-level Markdown block: 1-based inclusive lines, its kind, and heading facts."""
+
+    kind: Literal["heading", "list", "paragraph", "fence", "other", "comment", "rule"]
+    line_start: int
+    line_end: int
+    heading_level: int = 0
+    heading_text: str = ""
+
+
+_NEWLINES = re.compile(r"\r\n?|\n")
+
+
+def source_lines(text: str) -> list[str]:
+    """Given a text, return its lines split exactly as markdown-it numbers them."""
+    return _NEWLINES.split(text.replace("\0", "\ufffd"))
+
+
+_PARSER = MarkdownIt("commonmark")
+
+
+def markdown_blocks(text: str) -> tuple[Block, ...]:
+    """Given Markdown text, return its top-level blocks in document order.
+
+    Lists are split into their top-level items (each with its nested content). Non-blank lines
+    no block covers (link reference definitions) become "other" blocks, so that every
+    non-blank line belongs to exactly one block.
+    """
+    lines = source_lines(text)
+    tokens = _PARSER.parse(text)
+    found: list[Block] = []
+    for position, token in enumerate(tokens):
+        if token.map is None or token.nesting == -1:
+            continue
+        start, end = token.map
+        if token.level == 0:
+            if token.type == "heading_open":
+                inline = tokens[position + 1] if position + 1 < len(tokens) else None
+                content = inline.content if inline is not None else ""
+                level = int(token.tag[1:]) if token.tag[1:].isdigit() else 1
+                found.append(Block("heading", start + 1, end, level, content))
+            elif token.type == "paragraph_open":
+                found.append(Block("paragraph", start + 1, end))
+            elif token.type in ("fence", "code_block"):
+                found.append(Block("fence", start + 1, end))
+            elif token.type == "hr":
+                found.append(Block("rule", start + 1, end))
+            elif token.type == "html_block":
+                comment = token.content.strip()
+                is_comment = comment.startswith("<!--") and comment.endswith("-->")
+                found.append(Block("comment" if is_comment else "other", start + 1, end))
+            elif token.type in ("bullet_list_open", "ordered_list_open"):
+                continue  # its items come next, at level 1
+            else:
+                found.append(Block("other", start + 1, end))
+        elif token.level == 1 and token.type == "list_item_open":
+            found.append(Block("list", start + 1, end))
+    blocks: list[Block] = []
+    covered = [False] * (len(lines) + 2)
+    for block in found:
+        last = block.line_end
+        while last > block.line_start and not lines[last - 1].strip():
+            last -= 1  # markdown-it counts trailing blank lines into list items
+        last = min(last, len(lines))
+        if block.line_start > last:
+            continue
+        trimmed = Block(block.kind, block.line_start, last, block.heading_level, block.heading_text)
+        blocks.append(trimmed)
+        for line_number in range(trimmed.line_start, trimmed.line_end + 1):
+            covered[line_number] = True
+    for line_number, line in enumerate(lines, start=1):
+        if line.strip() and not covered[line_number]:
+            blocks.append(Block("other", line_number, line_number))
+    blocks.sort(key=lambda block: (block.line_start, block.line_end))
+    return tuple(blocks)
+
+
+_NUMBERING = re.compile(
+    r"^(?:"
+    r"\(\s*(?:\d+|[一二三四五六七八九十百]+|[a-z])\s*\)"
+    r"|(?:\d+(?:\.\d+)*|[一二三四五六七八九十百]+|[a-z]|[ivxlc]+)\s*[.)、:]"
+    r"|\d+(?:\.\d+)*(?=\s)"
+    r"|第[一二三四五六七八九十百\d]+[部节章步]"
+    r")\s*"
+)
+_TRAILING_PAREN = re.compile(r"\s*\([^()]*\)\s*$")
+_EMPHASIS = re.compile(r"[*_`~]+")
+
+
+def normalize_heading(text: str) -> str:
+    """Given heading text, return the comparable form: no numbering, emoji, emphasis or colon."""
+    folded = unicodedata.normalize("NFKC", text)
+    folded = _EMPHASIS.sub("", folded)
+    folded = "".join(
+        " " if unicodedata.category(char) in ("So", "Sk", "Cf", "Co", "Cs") else char
+        for char in folded
+    )
+    folded = folded.replace("\ufe0f", "").replace("\ufe0e", "")
+    folded = " ".join(folded.split()).casefold()
+    folded = _NUMBERING.sub("", folded, count=1)
+    for _ in range(3):
+        stripped = _TRAILING_PAREN.sub("", folded)
+        if stripped == folded or not stripped:
+            break
+        folded = stripped
+    return folded.strip().rstrip(":;,.。,;").strip()
+
+
+def _section_table(names: SectionNames) -> dict[str, SectionKind]:
+    table: dict[str, SectionKind] = {}
+    for kind in SECTION_ORDER:
+        configured: Sequence[str] = getattr(names, kind)
+        for name in (*configured, *BUILTIN_ALIASES[kind]):
+            key = normalize_heading(name)
+            if key:
+                table.setdefault(key, kind)
+    return table
+
+
+def section_kind_of(heading_text: str, names: SectionNames = SectionNames()) -> SectionKind | None:
+    """Given a heading's text, return the ledger section it names, or None."""
+    return _match_section(heading_text, _section_table(names))
+
+
+def _match_section(heading_text: str, table: dict[str, SectionKind]) -> SectionKind | None:
+    key = normalize_heading(heading_text)
+    if key in table:
+        return table[key]
+    for part in re.split(r"\s*[/|｜·]\s*", key):
+        part = part.strip().rstrip(":")
+        if part in table:
+            return table[part]
+    return None
+
+
+# Kind markers: the leftmost match in the item's text wins; at one position the earlier
+# alternative wins, so "不成功" (failure) beats the "成功" inside it.
+_EN = r"(?<![\w-])"
+_EN_END = r"(?![\w-])"
+_MARKER_PATTERNS: tuple[tuple[ItemKind, str], ...] = (
+    ("failure", r"不成功|未成功|没有?成功|未解决|没有?解决|未修复|没修好"),
+    (
+        "failure",
+        rf"(?i:{_EN}(?:not\s+(?:yet\s+)?(?:fixed|solved|working)|unsolved|unfixed"
+        rf"|(?:does\s*n[o']?t|did\s*n[o']?t|does not|did not|won'?t|can'?t)\s+work){_EN_END})",
+    ),
+    ("todo", r"未完成|\[\s\]|☐"),
+    ("success", r"\[[xX]\]|✅|✔|☑|✓|成功|已解决|解决了|已修复|修复了"),
+    ("success", rf"(?i:{_EN}(?:solved|fixed|works|resolved){_EN_END})"),
+    ("failure", r"❌|✘|✗|✖|失败"),
+    ("failure", rf"(?i:{_EN}(?:failed|fails|failure|broken){_EN_END})"),
+    ("todo", rf"{_EN}TODO{_EN_END}|(?i:{_EN}todo\s*[:：])|待办"),
+    (
+        "done",
+        rf"已完成|完成了|{_EN}DONE{_EN_END}|(?i:{_EN}(?:done\s*[:：]|completed{_EN_END}))",
+    ),
+    ("meta", rf"元指令|(?i:{_EN}meta\s*[:：]|\[meta\])"),
+)
+_MARKERS = re.compile(
+    "|".join(f"(?P<k{index}>{pattern})" for index, (_, pattern) in enumerate(_MARKER_PATTERNS))
+)
+
+
+def item_kind(text: str) -> ItemKind:
+    """Given an item's text, return its kind from explicit markers only ("plain" without one).
+
+    success: ✅ ✔ ☑ ✓ [x] 成功 已解决 解决了 已修复 修复了 solved fixed works resolved;
+    failure: ❌ ✘ ✗ ✖ 失败 failed fails failure broken, and negations (不成功 未解决 not fixed
+    doesn't work …); todo: [ ] ☐ TODO "todo:" 待办 未完成; done: 已完成 完成了 DONE "done:"
+    completed; meta: 元指令 "meta:" [meta]. The leftmost marker decides.
+    """
+    match = _MARKERS.search(text)
+    if match is None or match.lastgroup is None:
+        return "plain"
+    return _MARKER_PATTERNS[int(match.lastgroup[1:])][0]
+
+
+_ITEM_BLOCK: dict[str, BlockKind] = {
+    "list": "list",
+    "paragraph": "paragraph",
+    "heading": "heading",
+    "fence": "other",
+    "other": "other",
+    "comment": "other",
+    "rule": "other",
+}
+
+
+@dataclass
+class _Draft:
+    """A section while it is being collected (local to one parse_ledger call)."""
+
+    kind: SectionKind
+    heading: str
+    line_start: int
+    level: int
+    items: list[LedgerItem] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.first_level = self.level
+
+
+def parse_ledger(text: str, *, names: SectionNames = SectionNames()) -> Ledger:
+    """Given a ledger's text, return its current title, sections, items and warnings."""
+    lines = source_lines(text)
+    blocks = markdown_blocks(text)
+    table = _section_table(names)
+    warnings: list[str] = []
+
+    titles = [
+        index
+        for index, block in enumerate(blocks)
+        if block.kind == "heading"
+        and block.heading_level == 1
+        and _match_section(block.heading_text, table) is None
+    ]
+    title: str | None = None
+    title_line: int | None = None
+    first_block = 0
+    if titles:
+        last = blocks[titles[-1]]
+        title, title_line, first_block = last.heading_text.strip(), last.line_start, titles[-1] + 1
+        if len(titles) > 1:
+            warnings.append(
+                f"{len(titles)} ledger titles (lines "
+                + ", ".join(str(blocks[index].line_start) for index in titles)
+                + f"); using the last one, line {last.line_start}"
+            )
+
+    def snippet(start: int, end: int) -> str:
+        return "\n".join(lines[start - 1 : end])
+
+    drafts: dict[SectionKind, _Draft] = {}
+    current: _Draft | None = None
+    for block in blocks[first_block:]:
+        if block.kind == "heading":
+            kind = _match_section(block.heading_text, table)
+            if kind is not None:
+                if kind in drafts:
+                    warnings.append(
+                        f"line {block.line_start}: section '{kind}' appears again; "
+                        "its items are added to the first one"
+                    )
+                    current = drafts[kind]
+                    current.level = block.heading_level
+                else:
+                    heading = snippet(block.line_start, block.line_end).rstrip()
+                    current = _Draft(kind, heading, block.line_start, block.heading_level)
+                    drafts[kind] = current
+                continue
+            if current is None or block.heading_level <= current.level:
+                warnings.append(
+                    f"line {block.line_start}: heading '{block.heading_text.strip()}' "
+                    "is not a ledger section; ignored with its content"
+                )
+                current = None
+                continue
+        if current is None or block.kind in ("comment", "rule"):
+            continue
+        raw = snippet(block.line_start, block.line_end)
+        current.items.append(
+            LedgerItem(
+                raw, item_kind(raw), block.line_start, block.line_end, None, _ITEM_BLOCK[block.kind]
+            )
+        )
+
+    built = tuple(
+        LedgerSection(
+            draft.kind,
+            draft.heading,
+            tuple(draft.items),
+            draft.line_start,
+            max([draft.line_start, *(item.line_end for item in draft.items)]),
+            draft.first_level,
+        )
+        for draft in drafts.values()
+    )
+    return Ledger(
+        title=title,
+        title_line=title_line,
+        sections=built,
+        duplicate_titles=max(0, len(titles) - 1),
+        warnings=tuple(warnings),
+    )
