@@ -1,0 +1,457 @@
+"""`carryd hook claude-code session-start|statusline`: recorded-shape host JSON in, a valid answer
+out, exit 0 on every path, `additionalContext` within the inline budget, the carry never in
+`systemMessage`, the bypass honoured, and the status line's hand-off hint exactly at 0.75."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from carryd.daemon.cli import main
+from carryd.daemon.hooks import used_fraction
+
+VENV_CARRYD = Path(sys.executable).absolute().parent / "carryd"
+SOURCES = ("startup", "resume", "clear", "compact")
+
+
+def session_start_input(cwd: str | None, source: str = "startup") -> str:
+    """The shape Claude Code sends a SessionStart hook (its hooks reference)."""
+    data: dict[str, Any] = {
+        "session_id": "8a3c1f0e-5b2d-4c7e-9f10-2d6b7a9e4c11",
+        "transcript_path": "/home/me/.claude/projects/-home-me-shop/8a3c1f0e.jsonl",
+        "hook_event_name": "SessionStart",
+        "source": source,
+        "model": "claude-sonnet-4-5",
+    }
+    if cwd is not None:
+        data["cwd"] = cwd
+    return json.dumps(data)
+
+
+def statusline_input(cwd: str | None, used_percentage: Any = 42.5, **overrides: Any) -> str:
+    """The shape Claude Code sends a statusLine command (its statusline reference)."""
+    data: dict[str, Any] = {
+        "hook_event_name": "Status",
+        "session_id": "8a3c1f0e-5b2d-4c7e-9f10-2d6b7a9e4c11",
+        "transcript_path": "/home/me/.claude/projects/-home-me-shop/8a3c1f0e.jsonl",
+        "model": {"id": "claude-opus-4-1", "display_name": "Opus"},
+        "version": "2.0.14",
+        "output_style": {"name": "default"},
+        "cost": {"total_cost_usd": 0.0123, "total_duration_ms": 45000},
+        "context_window": {
+            "total_input_tokens": 15234,
+            "total_output_tokens": 4521,
+            "context_window_size": 200000,
+            "used_percentage": used_percentage,
+            "current_usage": {
+                "input_tokens": 8500,
+                "output_tokens": 1200,
+                "cache_creation_input_tokens": 5000,
+                "cache_read_input_tokens": 2000,
+            },
+        },
+    }
+    if cwd is not None:
+        data["cwd"] = cwd
+        data["workspace"] = {"current_dir": cwd, "project_dir": cwd}
+    data.update(overrides)
+    return json.dumps(data)
+
+
+def run_hook(
+    event: str,
+    stdin: str,
+    *args: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> tuple[int, str]:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    code = main(["hook", "claude-code", event, *args])
+    return code, capsys.readouterr().out
+
+
+def session_answer(output: str, budget: int = 9_000) -> str | None:
+    """Check a SessionStart answer's shape; return its additionalContext (None for `{}`)."""
+    answer = json.loads(output)
+    assert isinstance(answer, dict)
+    assert "systemMessage" not in answer, "the carry must never go to systemMessage"
+    if answer == {}:
+        return None
+    assert set(answer) == {"hookSpecificOutput"}
+    specific = answer["hookSpecificOutput"]
+    assert specific["hookEventName"] == "SessionStart"
+    context = specific["additionalContext"]
+    assert isinstance(context, str)
+    assert len(context) <= budget, f"additionalContext has {len(context)} chars > {budget}"
+    return context
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    memory = tmp_path / "memory"
+    (memory / "shop" / "handoff").mkdir(parents=True)
+    (memory / "MEMORY.md").write_text("# Defaults\n\nPrefer small commits.\n", encoding="utf-8")
+    return memory
+
+
+# --- SessionStart: every path answers validly -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [
+        "",
+        "   \n",
+        "not json at all",
+        "[1, 2, 3]",
+        "null",
+        '"a string"',
+        "{}",
+        '{"cwd": 42, "source": "startup"}',
+        '{"cwd": "", "source": "clear"}',
+        '{"source": "compact"',
+        "\udcff\udcfe garbage",
+        session_start_input(None),
+    ],
+    ids=[
+        "empty",
+        "blank",
+        "not-json",
+        "array",
+        "null",
+        "string",
+        "no-cwd",
+        "cwd-number",
+        "cwd-empty",
+        "truncated",
+        "undecodable",
+        "missing-cwd",
+    ],
+)
+def test_bad_or_missing_input_gets_a_small_valid_answer(
+    stdin: str, root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = run_hook(
+        "session-start", stdin, "--root", str(root), monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert code == 0
+    context = session_answer(out)
+    assert context is not None and context.startswith("carryd: ") and len(context) <= 400
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_an_unknown_workspace_is_said_briefly(
+    source: str,
+    root: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cwd = tmp_path / "projects" / "elsewhere"
+    code, out = run_hook(
+        "session-start",
+        session_start_input(str(cwd), source),
+        "--root",
+        str(root),
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
+    assert code == 0
+    context = session_answer(out)
+    assert context is not None and "no workspace 'elsewhere'" in context
+
+
+def test_the_state_dir_is_never_a_workspace(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (root / ".carryd").mkdir()
+    code, out = run_hook(
+        "session-start",
+        session_start_input(str(root / ".carryd")),
+        "--root",
+        str(root),
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
+    assert code == 0 and "no workspace '.carryd'" in (session_answer(out) or "")
+
+
+@pytest.mark.parametrize(
+    "config_text",
+    ['root = "/x"\nnot valid toml [[[', "root = 5\n", "[hooks]\nunknown_key = 1\n"],
+    ids=["bad-toml", "wrong-type", "unknown-key"],
+)
+def test_a_broken_config_never_breaks_the_host(
+    config_text: str,
+    tmp_path: Path,
+    root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(config_text, encoding="utf-8")
+    code, out = run_hook(
+        "session-start",
+        session_start_input(str(root / "shop"), "clear"),
+        "--config",
+        str(config),
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
+    assert code == 0
+    assert "config error" in (session_answer(out) or "")
+    code, out = run_hook(
+        "statusline",
+        statusline_input(str(root / "shop"), 80),
+        "--config",
+        str(config),
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
+    assert code == 0 and out.count("\n") == 1 and "ctx 80%" in out and "config error" in out
+
+
+def test_no_root_at_all_is_said(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = run_hook(
+        "session-start", session_start_input("/tmp/x"), monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert code == 0 and "no memory root" in (session_answer(out) or "")
+
+
+def test_a_tiny_inline_budget_is_still_kept(
+    tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'root = "{root}"\n[hooks]\ninline_chars = 40\n', encoding="utf-8")
+    for stdin in ("", session_start_input(str(tmp_path / "nowhere" / "deep"))):
+        code, out = run_hook(
+            "session-start", stdin, "--config", str(config), monkeypatch=monkeypatch, capsys=capsys
+        )
+        assert code == 0
+        session_answer(out, budget=40)
+
+
+# --- bypass ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["1", "true", "yes", "on", "anything"])
+def test_the_bypass_makes_every_answer_empty(
+    value: str, root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CARRYD_HOOKS_OFF", value)
+    code, out = run_hook(
+        "session-start",
+        session_start_input(str(root / "shop"), "clear"),
+        "--root",
+        str(root),
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
+    assert (code, out) == (0, "{}\n")
+    code, out = run_hook(
+        "statusline",
+        statusline_input(str(root / "shop"), 90),
+        "--root",
+        str(root),
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
+    assert (code, out) == (0, "\n")
+
+
+@pytest.mark.parametrize("value", ["", "0", "false", "no", "off", " OFF "])
+def test_a_false_bypass_value_does_not_bypass(
+    value: str, root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CARRYD_HOOKS_OFF", value)
+    code, out = run_hook(
+        "session-start", "", "--root", str(root), monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert code == 0 and session_answer(out) is not None
+
+
+def test_the_bypass_variable_name_comes_from_the_config(
+    tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'root = "{root}"\n[hooks]\nbypass_env = "MY_OFF"\n', encoding="utf-8")
+    monkeypatch.setenv("MY_OFF", "1")
+    code, out = run_hook(
+        "session-start", "", "--config", str(config), monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert (code, out) == (0, "{}\n")
+
+
+def test_the_bypass_holds_even_with_a_broken_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("this is [[ not toml", encoding="utf-8")
+    monkeypatch.setenv("CARRYD_HOOKS_OFF", "1")
+    code, out = run_hook(
+        "session-start", "", "--config", str(config), monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert (code, out) == (0, "{}\n")
+
+
+# --- the status line ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("percent", "hint"),
+    [(0, False), (42.5, False), (74, False), (74.99, False), (75, True), (75.0, True), (93, True)],
+)
+def test_the_hand_off_hint_appears_at_the_threshold(
+    percent: float,
+    hint: bool,
+    root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out = run_hook(
+        "statusline",
+        statusline_input(str(root / "shop"), percent),
+        "--root",
+        str(root),
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
+    assert code == 0 and out.endswith("\n") and out.count("\n") == 1
+    assert f"ctx {int(percent)}%" in out
+    assert ("/clear" in out) is hint
+    assert "[Opus]" in out
+
+
+def test_the_threshold_comes_from_the_config(
+    tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'root = "{root}"\n[hooks]\nhandoff_threshold = 0.6\n', encoding="utf-8")
+    _, out = run_hook(
+        "statusline",
+        statusline_input(str(root / "shop"), 61),
+        "--config",
+        str(config),
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
+    assert "/clear" in out and ">= 60%" in out
+
+
+@pytest.mark.parametrize(
+    ("stdin", "shown"),
+    [
+        ("", "ctx ?"),
+        ("garbage", "ctx ?"),
+        ("[]", "ctx ?"),
+        ("{}", "ctx ?"),
+        (json.dumps({"context_window": {"used_percentage": None}}), "ctx ?"),
+        (json.dumps({"context_window": {"used_percentage": "75"}}), "ctx ?"),
+        (json.dumps({"context_window": {"used_percentage": 150}}), "ctx 100%"),
+        (json.dumps({"context_window": {"used_percentage": -3}}), "ctx 0%"),
+        (json.dumps({"model": "not-an-object", "context_window": 7}), "ctx ?"),
+    ],
+)
+def test_missing_or_odd_fields_still_give_one_line(
+    stdin: str,
+    shown: str,
+    root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out = run_hook(
+        "statusline", stdin, "--root", str(root), monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert code == 0 and out.count("\n") == 1 and out.startswith(shown)
+
+
+def test_used_fraction_falls_back_to_the_token_counts() -> None:
+    data = json.loads(statusline_input("/x", None))
+    assert used_fraction(data) == pytest.approx((8500 + 5000 + 2000) / 200000)
+    assert used_fraction({"context_window": {"used_percentage": 75}}) == 0.75
+    assert used_fraction({}) is None
+
+
+def test_the_status_line_says_when_there_is_no_carry(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out = run_hook(
+        "statusline",
+        statusline_input(str(root / "shop"), 30),
+        "--root",
+        str(root),
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
+    assert "carry missing (shop)" in out
+    _, out = run_hook(
+        "statusline",
+        statusline_input(str(root / "shop"), 80),
+        "--root",
+        str(root),
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
+    assert "no carry yet" in out
+
+
+def test_the_status_line_names_an_unknown_workspace(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out = run_hook(
+        "statusline",
+        statusline_input(str(tmp_path / "other"), 80),
+        "--root",
+        str(root),
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
+    assert "no workspace 'other'" in out and "/clear" not in out
+
+
+# --- the real console script ----------------------------------------------------------------------
+
+
+def run_console(event: str, stdin: str, *args: str, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(
+        [str(VENV_CARRYD), "hook", "claude-code", event, *args],
+        input=stdin.encode("utf-8"),
+        capture_output=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.decode("utf-8")
+
+
+def test_the_console_script_answers_every_source_and_bad_input(root: Path) -> None:
+    env = dict(os.environ, LANG="C", LC_ALL="C")  # a host with an ASCII locale
+    for stdin in ("", "{", session_start_input(str(root / "nowhere"), "resume")):
+        session_answer(run_console("session-start", stdin, "--root", str(root), env=env))
+    line = run_console("statusline", statusline_input(str(root / "shop"), 75), "--root", str(root))
+    assert line.count("\n") == 1 and "ctx 75%" in line and "/clear" in line
+    bypass = dict(env, CARRYD_HOOKS_OFF="1")
+    assert run_console("session-start", "{}", "--root", str(root), env=bypass) == "{}\n"
+    assert run_console("statusline", "{}", "--root", str(root), env=bypass) == "\n"
+
+
+def test_stdin_closed_or_a_terminal_does_not_hang(root: Path) -> None:
+    done = subprocess.run(
+        [str(VENV_CARRYD), "hook", "claude-code", "session-start", "--root", str(root)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert "no hook input" in (session_answer(done.stdout.decode()) or "")
