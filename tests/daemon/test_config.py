@@ -1,0 +1,189 @@
+"""Config: the example file is exactly the defaults; every problem names its key; exit code 2."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from carryd.daemon.cli import main
+from carryd.daemon.config import Settings, load_settings, parse_settings
+from carryd.index.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "config.example.toml"
+
+
+def example() -> dict[str, Any]:
+    with EXAMPLE.open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def setting_keys(value: Any, prefix: str = "") -> set[str]:
+    """Given a settings dataclass, return every dotted key it has (a mapping is one key)."""
+    keys: set[str] = set()
+    for field in dataclasses.fields(value):
+        if field.name == "config_file":
+            continue
+        inner = getattr(value, field.name)
+        if dataclasses.is_dataclass(inner):
+            keys |= setting_keys(inner, f"{prefix}{field.name}.")
+        else:
+            keys.add(prefix + field.name)
+    return keys
+
+
+def toml_keys(data: dict[str, Any], prefix: str = "") -> set[str]:
+    keys: set[str] = set()
+    for name, inner in data.items():
+        if isinstance(inner, dict) and name != "workspaces":
+            keys |= toml_keys(inner, f"{prefix}{name}.")
+        else:
+            keys.add(prefix + name)
+    return keys
+
+
+def test_example_parses_to_exactly_the_defaults() -> None:
+    assert parse_settings(example(), source=str(EXAMPLE)) == Settings()
+
+
+def test_example_lists_every_key() -> None:
+    assert toml_keys(example()) == setting_keys(Settings())
+
+
+def test_load_settings_of_the_example_keeps_defaults_and_names_the_file(tmp_path: Path) -> None:
+    settings = load_settings(EXAMPLE, root=tmp_path, environ={})
+    assert dataclasses.replace(settings, root="", config_file="") == Settings()
+    assert settings.config_file == str(EXAMPLE)
+    assert settings.root == str(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("toml", "key", "words"),
+    [
+        ("bogus = 1", "bogus", "unknown key"),
+        ("[daemon]\ndebounce = 300", "daemon.debounce", "unknown key"),
+        ("[carry.sections]\nextra = ['x']", "carry.sections.extra", "unknown key"),
+        ('[daemon]\ndebounce_ms = "300"', "daemon.debounce_ms", "expected an integer"),
+        ("[daemon]\ndebounce_ms = 1.5", "daemon.debounce_ms", "expected an integer"),
+        ("[daemon]\ndebounce_ms = -1", "daemon.debounce_ms", "must not be negative"),
+        ("[daemon]\narchive_plan = 1", "daemon.archive_plan", "expected true or false"),
+        ("[recall]\nmin_confidence = 'high'", "recall.min_confidence", "expected a number"),
+        ("[index]\nignore_dirs = [1, 2]", "index.ignore_dirs", "a list of strings"),
+        ("[index]\nignore_dirs = '.git'", "index.ignore_dirs", "a list of strings"),
+        ("root = 5", "root", "expected a string"),
+        ("daemon = 5", "daemon", "expected a table"),
+        ("[workspaces]\n'~/src/x' = 1", "workspaces", "a table of strings"),
+    ],
+)
+def test_bad_values_name_their_key(toml: str, key: str, words: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_settings(tomllib.loads(toml), source="bad.toml")
+    message = str(caught.value)
+    assert f"'{key}'" in message
+    assert words in message
+    assert message.startswith("bad.toml: ")
+
+
+def test_cli_exits_2_on_a_bad_config_and_names_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[daemon]\ndebounce_ms = 'soon'\n")
+    root = tmp_path / "root"
+    root.mkdir()
+    code = main(["status", "--config", str(bad), "--root", str(root)])
+    assert code == 2
+    error = capsys.readouterr().err
+    assert "daemon.debounce_ms" in error
+    assert str(bad) in error
+
+
+def test_cli_exits_2_on_a_bad_config_as_a_real_process(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("unknown_key = true\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "carryd.daemon.cli", "status", "--config", str(bad), "--root", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "unknown_key" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("[daemon\n", "not valid TOML"),
+        (None, "config file not found"),
+    ],
+)
+def test_unreadable_or_missing_explicit_config(tmp_path: Path, content: str | None, words: str) -> None:
+    path = tmp_path / "config.toml"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(ConfigError, match=words):
+        load_settings(path, environ={})
+
+
+def test_missing_default_config_is_fine_but_a_missing_root_is_an_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    settings = load_settings(environ={})  # HOME is a fresh tmp dir (conftest): no config file
+    assert settings == Settings()
+    with pytest.raises(ConfigError, match="no memory root"):
+        _ = settings.root_path
+    assert main(["status"]) == 2
+    assert "no memory root" in capsys.readouterr().err
+
+
+def test_root_precedence(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(f'root = "{tmp_path / "from-config"}"\n')
+    env = {"CARRYD_ROOT": str(tmp_path / "from-env")}
+    assert load_settings(config, environ={}).root == str(tmp_path / "from-config")
+    assert load_settings(config, environ=env).root == str(tmp_path / "from-env")
+    assert load_settings(config, root=tmp_path / "flag", environ=env).root == str(tmp_path / "flag")
+    assert load_settings(environ={"CARRYD_CONFIG": str(config)}).config_file == str(config)
+
+
+def test_model_path_precedence(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('[model]\nmodel_path = "/models/from-config"\n')
+    env = {"CARRYD_MODEL_PATH": "/models/from-env"}
+    assert load_settings(config, environ=env).model.model_path == "/models/from-config"
+    assert load_settings(environ=env).model.model_path == "/models/from-env"
+
+
+@pytest.mark.parametrize(
+    ("directory", "expected"),
+    [
+        ("~/src/carryd", "carryd-ws"),
+        ("~/src/carryd/daemon/deep", "carryd-ws"),
+        ("~/src/carryd/vendor/lib", "vendored"),  # the longest configured match wins
+        ("~/src/carryd-other", "carryd-other"),  # a name prefix is not a parent folder
+        ("/elsewhere/project-x", "project-x"),  # no mapping: the folder's own name
+    ],
+)
+def test_workspace_mapping(directory: str, expected: str) -> None:
+    settings = parse_settings(
+        tomllib.loads(
+            '[workspaces]\n"~/src/carryd" = "carryd-ws"\n"~/src/carryd/vendor" = "vendored"\n'
+        )
+    )
+    assert settings.workspace_for(directory) == expected
+    assert settings.workspace_for(Path(directory).expanduser()) == expected
+
+
+def test_settings_are_frozen() -> None:
+    settings = parse_settings(tomllib.loads('[workspaces]\n"/a" = "b"\n'))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.root = "/x"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        settings.workspaces["x"] = "y"  # type: ignore[index]
