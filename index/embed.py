@@ -1,0 +1,330 @@
+"""Given L0 abstracts or a query, return L2-normalised float32 vectors (the fastembed shell).
+
+This is the one module in `index/` that loads a model. fastembed (and with it onnxruntime) is
+imported inside functions only, so importing carryd stays instant.
+
+- `ModelIdentity` is the embedding fingerprint stored with every vector: name, file, prefixes,
+  dim and pooling. A different identity means different vectors: the store re-embeds everything
+  and nothing else triggers a full re-embed.
+- `identity_for_folder` infers the identity of a local model folder (`model_path`): the ONNX file,
+  the dimension from `config.json`, the pooling from `1_Pooling/config.json`, the name from the
+  folder's config, and E5's `query: ` / `passage: ` prefixes only for E5 models. Keys the user set
+  explicitly win over what is inferred.
+- `FastEmbedder` implements `Embedder` on fastembed. It adds the prefixes (fastembed does not),
+  loads the ONNX session lazily on first use, and turns every way a model can be missing into
+  `EmbedderUnavailable` with a message that names what is missing and the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from carryd.index.errors import EmbedderUnavailable
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger(__name__)
+
+Pooling = Literal["mean", "cls"]
+POOLINGS: tuple[str, ...] = ("mean", "cls")
+E5_QUERY_PREFIX = "query: "
+E5_PASSAGE_PREFIX = "passage: "
+# Where an ONNX file usually sits in a model folder, most likely first.
+ONNX_CANDIDATES = ("model.onnx", "onnx/model_quantized.onnx", "onnx/model.onnx")
+FIX_HINT = "set model.model_path in the config or CARRYD_MODEL_PATH to a local model folder"
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """What makes two vectors comparable: same identity, same embedding space."""
+
+    name: str
+    file: str
+    query_prefix: str
+    passage_prefix: str
+    dim: int
+    pooling: str
+
+    def key(self) -> str:
+        """Given this identity, return the stable string stored with its vectors."""
+        return json.dumps(
+            {f.name: getattr(self, f.name) for f in fields(self)},
+            sort_keys=True,
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+
+
+# The default model (DESIGN.md): multilingual E5 small, int8, downloaded once.
+DEFAULT_IDENTITY = ModelIdentity(
+    name="Xenova/multilingual-e5-small",
+    file="onnx/model_quantized.onnx",
+    query_prefix=E5_QUERY_PREFIX,
+    passage_prefix=E5_PASSAGE_PREFIX,
+    dim=384,
+    pooling="mean",
+)
+IDENTITY_KEYS: tuple[str, ...] = tuple(f.name for f in fields(ModelIdentity))
+
+
+class Embedder(Protocol):
+    identity: ModelIdentity
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """Given passages, return float32 [n, dim], L2-normalised, passage prefix added."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Given a query, return float32 [dim], L2-normalised, query prefix added."""
+        ...
+
+
+def is_e5(name: str) -> bool:
+    """Given a model name, return whether it is an E5 model (which needs prefixes)."""
+    return "e5" in name.lower()
+
+
+def identity_for_default(configured: Mapping[str, Any]) -> ModelIdentity:
+    """Given the explicitly configured model keys, return the identity of a downloaded model.
+
+    Without keys this is the default model; a configured other `name` gets E5 prefixes only when
+    it is an E5 model, unless prefixes are configured too.
+    """
+    identity = replace(DEFAULT_IDENTITY, **_known(configured))
+    if "name" in configured and not is_e5(identity.name):
+        if "query_prefix" not in configured:
+            identity = replace(identity, query_prefix="")
+        if "passage_prefix" not in configured:
+            identity = replace(identity, passage_prefix="")
+    return _checked(identity, source="config")
+
+
+def identity_for_folder(folder: Path, configured: Mapping[str, Any]) -> ModelIdentity:
+    """Given a local model folder and the explicitly configured model keys, return its identity.
+
+    Configured keys win; the rest is inferred from the folder. Raises EmbedderUnavailable when
+    the folder lacks what a model needs (an ONNX file, tokenizer.json, a known dimension).
+    """
+    if not folder.is_dir():
+        raise EmbedderUnavailable(
+            f"model folder {folder} does not exist; {FIX_HINT}, or unset it to use the "
+            "default model"
+        )
+    config = _read_json(folder / "config.json")
+    file = configured.get("file") or _find_onnx(folder)
+    if not (folder / file).is_file():
+        raise EmbedderUnavailable(f"model folder {folder}: no ONNX file {file!r}; {FIX_HINT}")
+    if not (folder / "tokenizer.json").is_file():
+        raise EmbedderUnavailable(
+            f"model folder {folder}: tokenizer.json is missing (it sits next to the ONNX file "
+            f"in a model download); {FIX_HINT}"
+        )
+    name = configured.get("name") or _folder_name(folder, config)
+    dim = configured.get("dim") or config.get("hidden_size") or config.get("d_model")
+    if not isinstance(dim, int) or dim <= 0:
+        raise EmbedderUnavailable(
+            f"model folder {folder}: cannot tell the embedding dimension (no 'hidden_size' in "
+            "config.json); set model.dim in the config"
+        )
+    prefixes_default = (E5_QUERY_PREFIX, E5_PASSAGE_PREFIX) if is_e5(name) else ("", "")
+    identity = ModelIdentity(
+        name=name,
+        file=file,
+        query_prefix=configured.get("query_prefix", prefixes_default[0]),
+        passage_prefix=configured.get("passage_prefix", prefixes_default[1]),
+        dim=dim,
+        pooling=configured.get("pooling") or _folder_pooling(folder),
+    )
+    return _checked(identity, source=str(folder))
+
+
+def _known(configured: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in configured.items() if key in IDENTITY_KEYS}
+
+
+def _checked(identity: ModelIdentity, *, source: str) -> ModelIdentity:
+    if identity.pooling not in POOLINGS:
+        raise EmbedderUnavailable(
+            f"{source}: model pooling {identity.pooling!r} is not supported (use one of "
+            f"{', '.join(POOLINGS)}); set model.pooling in the config"
+        )
+    return identity
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _find_onnx(folder: Path) -> str:
+    for candidate in ONNX_CANDIDATES:
+        if (folder / candidate).is_file():
+            return candidate
+    found = sorted(
+        path.relative_to(folder).as_posix()
+        for pattern in ("*.onnx", "onnx/*.onnx")
+        for path in folder.glob(pattern)
+        if path.is_file()
+    )
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise EmbedderUnavailable(
+            f"model folder {folder}: no ONNX model file (looked for "
+            f"{', '.join(ONNX_CANDIDATES)} and any *.onnx); {FIX_HINT}"
+        )
+    raise EmbedderUnavailable(
+        f"model folder {folder}: several ONNX files ({', '.join(found)}); set model.file in "
+        "the config to the one to use"
+    )
+
+
+def _folder_name(folder: Path, config: Mapping[str, Any]) -> str:
+    name = config.get("_name_or_path")
+    # A local path recorded at export time names a machine, not a model.
+    if isinstance(name, str) and name.strip() and not os.path.isabs(name):
+        return name.strip()
+    return folder.resolve().name
+
+
+def _folder_pooling(folder: Path) -> str:
+    pooling = _read_json(folder / "1_Pooling" / "config.json")
+    if pooling.get("pooling_mode_cls_token") and not pooling.get("pooling_mode_mean_tokens"):
+        return "cls"
+    return "mean"
+
+
+class FastEmbedder:
+    """An `Embedder` on fastembed: a local folder (`model_dir`) or fastembed's download cache."""
+
+    def __init__(
+        self,
+        identity: ModelIdentity,
+        *,
+        model_dir: Path | None = None,
+        cache_dir: Path | None = None,
+        threads: int = 0,
+        batch_size: int = 64,
+        allow_download: bool = True,
+    ) -> None:
+        self.identity = identity
+        self.model_dir = model_dir
+        self.cache_dir = cache_dir
+        self.threads = threads
+        self.batch_size = max(1, batch_size)
+        self.allow_download = allow_download
+        self._model: Any = None
+
+    def load(self) -> None:
+        """Load the ONNX session now (it loads on first use otherwise); EmbedderUnavailable
+        when the model cannot be had."""
+        if self._model is None:
+            self._model = self._create()
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """Given passages, return float32 [n, dim], L2-normalised, passage prefix added."""
+        prefix = self.identity.passage_prefix
+        return self._embed([prefix + text for text in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Given a query, return float32 [dim], L2-normalised, query prefix added."""
+        result: np.ndarray = self._embed([self.identity.query_prefix + text])[0]
+        return result
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
+        self.load()
+        if not texts:
+            return np.zeros((0, self.identity.dim), dtype=np.float32)
+        vectors = np.asarray(
+            list(self._model.embed(texts, batch_size=self.batch_size)), dtype=np.float32
+        )
+        if vectors.ndim != 2 or vectors.shape[1] != self.identity.dim:
+            raise EmbedderUnavailable(
+                f"model {self.identity.name} returns vectors of shape {vectors.shape[1:]}, "
+                f"not the configured dim {self.identity.dim}; fix model.dim in the config"
+            )
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        vectors /= np.where(norms > 0, norms, 1.0)
+        return vectors
+
+    def _create(self) -> Any:
+        try:
+            from fastembed import TextEmbedding
+            from fastembed.common.model_description import ModelSource, PoolingType
+            from loguru import logger as fastembed_logger
+        except ImportError as error:
+            raise EmbedderUnavailable(
+                f"fastembed is not installed ({error}); reinstall carryd with its dependencies"
+            ) from error
+        # fastembed logs each failed source at ERROR; our one EmbedderUnavailable says it better.
+        fastembed_logger.disable("fastembed")
+        identity = self.identity
+        # Our own registry name per identity: never collides with fastembed's built-in
+        # descriptions (whose pooling/file may differ) nor with another folder's model.
+        registered = "carryd/" + hashlib.sha256(identity.key().encode()).hexdigest()[:16]
+        source = identity.name if self.model_dir is None else registered
+        if not any(
+            model["model"].lower() == registered for model in TextEmbedding.list_supported_models()
+        ):
+            TextEmbedding.add_custom_model(
+                model=registered,
+                pooling=PoolingType.CLS if identity.pooling == "cls" else PoolingType.MEAN,
+                normalization=True,
+                sources=ModelSource(hf=source),
+                dim=identity.dim,
+                model_file=identity.file,
+            )
+        options: dict[str, Any] = {
+            "model_name": registered,
+            "threads": self.threads or None,
+            # onnxruntime's arena never hands memory back: wrong for a long-lived daemon.
+            "enable_cpu_mem_arena": False,
+        }
+        if self.model_dir is not None:
+            options["specific_model_path"] = str(self.model_dir)
+        else:
+            if self.cache_dir is not None:
+                options["cache_dir"] = str(self.cache_dir)
+            if not self.allow_download:
+                options["local_files_only"] = True
+        try:
+            return TextEmbedding(**options)
+        # fastembed, huggingface_hub and onnxruntime raise many unrelated types here (ValueError,
+        # OSError, onnxruntime's Fail/InvalidProtobuf/NoSuchFile, HTTP errors); each one means
+        # "this model cannot be loaded", which the caller turns into a degraded index.
+        except Exception as error:  # noqa: BLE001 — third-party boundary, re-raised as ours
+            raise EmbedderUnavailable(self._unavailable_message(error)) from error
+
+    def _unavailable_message(self, error: BaseException) -> str:
+        detail = f"{type(error).__name__}: {error}".strip()
+        if self.model_dir is not None:
+            return (
+                f"cannot load the model in {self.model_dir} ({self.identity.file}): {detail}; "
+                f"{FIX_HINT}"
+            )
+        where = self.cache_dir or "fastembed's cache"
+        offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes"}
+        why = (
+            "downloads are off (HF_HUB_OFFLINE)"
+            if offline
+            else "downloads are off (model.allow_download = false)"
+            if not self.allow_download
+            else "it could not be downloaded"
+        )
+        return (
+            f"the default model {self.identity.name} ({self.identity.file}) is not in {where} "
+            f"and {why}: {detail}; {FIX_HINT}, or allow a one-time download"
+        )
