@@ -1,0 +1,615 @@
+"""Given a path, return the index database (the one SQLite shell module of `index/`).
+
+`<root>/.carryd/index.sqlite`, WAL mode, `synchronous=NORMAL`. Tables:
+
+- `meta`     schema version, generation (bumped by every committed batch), the model identity
+             whose vectors are complete;
+- `files`    path, size, mtime_ns, sha256, synced_ns: lets an unchanged file be skipped unread;
+- `entries`  every `EntryRow` field (metadata + L0, never the memory text);
+- `vectors`  entry id, the L0 hash it embeds, the model identity key, a float32 blob;
+- `postings` the lexical index: (term, entry_id, tf), keyed by term; `entries.doc_len` is the
+             BM25 document length.
+
+No memory text is stored except the (already redacted) L0: full text is read from the Markdown
+files on expand. `Store.open` never leaves a caller with an unusable index: a truncated or
+corrupt file, or one of another schema version, is moved aside (`index.sqlite.corrupt-<UTC>`,
+`.old-schema-<UTC>`, never deleted) and a fresh index is built; `.recovered` says what happened.
+
+One writer (the sync) and any number of reader threads: writes go through their own connection
+in one transaction per `Batch`; reads use a second connection (SQLite is built serialized here,
+`sqlite3.threadsafety == 3`) and always drain their cursors, so each read sees the latest commit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from carryd.index.entries import L0Source
+from carryd.index.errors import IndexCorrupt
+from carryd.index.sync import EntryRow, FileRecord
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["Batch", "EntryRow", "FileRecord", "SCHEMA_VERSION", "Store", "VectorIssue"]
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE files (
+    path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL, synced_ns INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE entries (
+    id TEXT PRIMARY KEY, path TEXT NOT NULL, workspace TEXT,
+    line_start INTEGER NOT NULL, line_end INTEGER NOT NULL, heading_path TEXT NOT NULL,
+    l0 TEXT NOT NULL, l0_source TEXT NOT NULL, text_hash TEXT NOT NULL, l0_hash TEXT NOT NULL,
+    slot TEXT, doc_len INTEGER NOT NULL
+);
+CREATE INDEX entries_by_path ON entries (path);
+CREATE INDEX entries_by_workspace ON entries (workspace);
+CREATE TABLE vectors (
+    entry_id TEXT PRIMARY KEY, l0_hash TEXT NOT NULL, identity TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX vectors_by_identity ON vectors (identity);
+CREATE TABLE postings (
+    term TEXT NOT NULL, entry_id TEXT NOT NULL, tf INTEGER NOT NULL,
+    PRIMARY KEY (term, entry_id)
+) WITHOUT ROWID;
+CREATE INDEX postings_by_entry ON postings (entry_id);
+"""
+
+ENTRY_COLUMNS = (
+    "id, path, workspace, line_start, line_end, heading_path, l0, l0_source, text_hash, "
+    "l0_hash, slot, doc_len"
+)
+# Many ids go to SQLite as one JSON array (json_each): no variable-count limit to chunk around.
+IDS_IN = "(SELECT value FROM json_each(?))"
+
+AsideKind = Literal["corrupt", "old-schema"]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One transaction's worth of index changes; `Store.apply` writes all of it or none."""
+
+    upsert_entries: tuple[EntryRow, ...] = ()
+    delete_entries: tuple[str, ...] = ()  # ids; their postings and vectors go too
+    # (entry id, {term: tf}): replaces that entry's postings
+    postings: tuple[tuple[str, Mapping[str, int]], ...] = ()
+    identity: str = ""  # the identity key of `vectors`
+    vectors: tuple[tuple[str, str, bytes], ...] = ()  # (entry id, l0 hash, float32 bytes)
+    drop_vectors: tuple[str, ...] = ()  # entry ids whose vector no longer matches their L0
+    drop_other_identities: bool = False  # a model identity change: vectors of others go
+    upsert_files: tuple[FileRecord, ...] = ()
+    delete_files: tuple[str, ...] = ()
+    vectors_complete: str | None = None  # meta: identity with a vector for every entry
+
+
+@dataclass(frozen=True)
+class VectorIssue:
+    """A vector that does not fit the index (for `verify`)."""
+
+    kind: Literal["orphaned", "wrong_identity", "wrong_dim", "stale"]
+    entry_id: str
+    path: str | None
+    detail: str
+
+
+class Store:
+    """The index database. Open with `Store.open(path)`; use as a context manager."""
+
+    def __init__(
+        self, path: Path, write: sqlite3.Connection, read: sqlite3.Connection, recovered: str | None
+    ) -> None:
+        self.path = path
+        self._write = write
+        self._read = read
+        self.recovered = recovered
+
+    # -- opening and recovery ---------------------------------------------------------------
+
+    @classmethod
+    def open(cls, db_path: Path) -> Store:
+        """Given the index path, return an open store (moving a bad file aside and rebuilding).
+
+        Raises IndexCorrupt only when even a fresh index cannot be created there.
+        """
+        db_path = Path(db_path)
+        try:
+            db_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise IndexCorrupt(
+                f"{db_path.parent}: cannot create the index folder: {error.strerror}"
+            ) from error
+        recovered: str | None = None
+        if not db_path.exists():
+            _move_orphans(db_path)
+        verdict = diagnose(db_path)
+        if verdict is not None:
+            kind, detail = verdict
+            aside = _move_aside(db_path, kind)
+            recovered = f"{db_path.name} was {detail}: moved to {aside.name}, rebuilding the index"
+            log.warning("%s", recovered)
+        try:
+            write = _connect(db_path)
+            _ensure_schema(write)
+            read = _connect(db_path)
+            read.execute("PRAGMA query_only = ON")
+        except sqlite3.DatabaseError as error:
+            raise IndexCorrupt(
+                f"{db_path}: cannot create the index ({error}); check the folder's permissions "
+                "and free space, or delete the file"
+            ) from error
+        return cls(db_path, write, read, recovered)
+
+    def close(self) -> None:
+        self._read.close()
+        self._write.close()
+
+    def recover(self) -> str | None:
+        """After an IndexCorrupt from this store: reopen it in place, moving the file aside
+        when it is bad; return what happened (also in `.recovered`)."""
+        self.close()
+        fresh = Store.open(self.path)
+        self._write, self._read, self.recovered = fresh._write, fresh._read, fresh.recovered
+        return self.recovered
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- the read API (recall codes against these names and shapes) --------------------------
+
+    def entries(
+        self, workspace: str | None = None, *, all_workspaces: bool = True
+    ) -> list[EntryRow]:
+        """Given a scope, return its entries ordered by path and line.
+
+        all_workspaces=True: every entry. Otherwise `workspace`'s entries plus the root-level
+        ones (workspace None: root level only).
+        """
+        order = " ORDER BY path, line_start"
+        if all_workspaces:
+            rows = self._query(f"SELECT {ENTRY_COLUMNS} FROM entries{order}")
+        elif workspace is None:
+            rows = self._query(
+                f"SELECT {ENTRY_COLUMNS} FROM entries WHERE workspace IS NULL{order}"
+            )
+        else:
+            rows = self._query(
+                f"SELECT {ENTRY_COLUMNS} FROM entries WHERE workspace IS NULL OR workspace = ?"
+                + order,
+                (workspace,),
+            )
+        return [_entry_row(row) for row in rows]
+
+    def entries_by_id(self, ids: Iterable[str]) -> dict[str, EntryRow]:
+        """Given entry ids, return the stored row of each one that exists."""
+        rows = self._query(
+            f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN {IDS_IN}", (_ids(ids),)
+        )
+        return {row[0]: _entry_row(row) for row in rows}
+
+    def vectors(self, identity_key: str) -> tuple[list[str], np.ndarray]:
+        """Given a model identity key, return (entry ids, float32 [n, dim]) of its vectors."""
+        import numpy as np
+
+        rows = self._query(
+            "SELECT entry_id, vector FROM vectors WHERE identity = ? ORDER BY entry_id",
+            (identity_key,),
+        )
+        lengths = {len(blob) for _, blob in rows}
+        if len(lengths) > 1:
+            # Only after tampering: keep the vectors of the dominant width, drop the rest.
+            widths = [len(blob) for _, blob in rows]
+            width = max(lengths, key=widths.count)
+            log.warning("index has vectors of %d widths; using %d-byte ones", len(lengths), width)
+            rows = [row for row in rows if len(row[1]) == width]
+        ids = [entry_id for entry_id, _ in rows]
+        if not rows:
+            return ids, np.zeros((0, _dim_of(identity_key)), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
+        return ids, matrix.reshape(len(rows), -1)
+
+    def postings(self, terms: Iterable[str]) -> dict[str, dict[str, int]]:
+        """Given terms, return term -> {entry id: term frequency} (absent terms omitted)."""
+        result: dict[str, dict[str, int]] = {}
+        rows = self._query(
+            f"SELECT term, entry_id, tf FROM postings WHERE term IN {IDS_IN}", (_ids(terms),)
+        )
+        for term, entry_id, tf in rows:
+            result.setdefault(term, {})[entry_id] = tf
+        return result
+
+    def lexical_stats(self) -> tuple[int, float]:
+        """Return (document count, average document length) for BM25."""
+        count, average = self._query("SELECT count(*), avg(doc_len) FROM entries")[0]
+        return int(count), float(average or 0.0)
+
+    def doc_lengths(self, ids: Iterable[str]) -> dict[str, int]:
+        """Given entry ids, return each existing one's BM25 document length."""
+        rows = self._query(f"SELECT id, doc_len FROM entries WHERE id IN {IDS_IN}", (_ids(ids),))
+        return {entry_id: doc_len for entry_id, doc_len in rows}
+
+    def counts(self) -> dict[str, int]:
+        """Return {"files", "entries", "vectors"} row counts."""
+        row = self._query(
+            "SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM entries), "
+            "(SELECT count(*) FROM vectors)"
+        )[0]
+        return {"files": row[0], "entries": row[1], "vectors": row[2]}
+
+    def generation(self) -> int:
+        """Return a number that increases with every committed batch."""
+        return int(self.meta("generation") or 0)
+
+    # -- what a sync and verify need ---------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def file_records(self, paths: Iterable[str] | None = None) -> dict[str, FileRecord]:
+        """Given paths (None: all), return the record of each indexed one."""
+        columns = "path, size, mtime_ns, sha256, synced_ns"
+        if paths is None:
+            rows = self._query(f"SELECT {columns} FROM files")
+        else:
+            rows = self._query(
+                f"SELECT {columns} FROM files WHERE path IN {IDS_IN}", (_ids(paths),)
+            )
+        return {row[0]: FileRecord(*row) for row in rows}
+
+    def file_paths_under(self, folder: str) -> list[str]:
+        """Given a relative folder, return the indexed paths inside it."""
+        prefix = folder.rstrip("/") + "/"
+        rows = self._query(
+            "SELECT path FROM files WHERE substr(path, 1, ?) = ?", (len(prefix), prefix)
+        )
+        return [row[0] for row in rows]
+
+    def rows_for_paths(self, paths: Iterable[str]) -> list[EntryRow]:
+        """Given file paths, return their stored entry rows."""
+        rows = self._query(
+            f"SELECT {ENTRY_COLUMNS} FROM entries WHERE path IN {IDS_IN} ORDER BY path, line_start",
+            (_ids(paths),),
+        )
+        return [_entry_row(row) for row in rows]
+
+    def owners(self, ids: Iterable[str]) -> dict[str, str]:
+        """Given entry ids, return id -> path of the file that holds each existing one."""
+        rows = self._query(f"SELECT id, path FROM entries WHERE id IN {IDS_IN}", (_ids(ids),))
+        return {entry_id: path for entry_id, path in rows}
+
+    def vector_hashes(self, identity_key: str, ids: Iterable[str]) -> dict[str, str]:
+        """Given an identity and entry ids, return id -> L0 hash of their vectors of it."""
+        rows = self._query(
+            f"SELECT entry_id, l0_hash FROM vectors WHERE identity = ? AND entry_id IN {IDS_IN}",
+            (identity_key, _ids(ids)),
+        )
+        return {entry_id: l0_hash for entry_id, l0_hash in rows}
+
+    def missing_vectors(self, identity_key: str) -> list[EntryRow]:
+        """Given an identity, return the entries without a vector of it for their current L0."""
+        rows = self._query(
+            f"SELECT {', '.join('e.' + c for c in ENTRY_COLUMNS.split(', '))} FROM entries e "
+            "LEFT JOIN vectors v ON v.entry_id = e.id AND v.identity = ? AND v.l0_hash = e.l0_hash "
+            "WHERE v.entry_id IS NULL ORDER BY e.path, e.line_start",
+            (identity_key,),
+        )
+        return [_entry_row(row) for row in rows]
+
+    def vector_identities(self) -> dict[str, int]:
+        """Return identity key -> number of vectors stored with it."""
+        rows = self._query("SELECT identity, count(*) FROM vectors GROUP BY identity")
+        return {identity: count for identity, count in rows}
+
+    def vector_issues(self, identity_key: str | None, dim: int | None) -> list[VectorIssue]:
+        """Given the current identity and dim (None: unknown), return every vector that does not
+        fit: no entry, another identity, another width, or an L0 hash that is not the entry's."""
+        rows = self._query(
+            "SELECT v.entry_id, e.path, v.identity, length(v.vector), v.l0_hash, e.l0_hash "
+            "FROM vectors v LEFT JOIN entries e ON e.id = v.entry_id ORDER BY v.entry_id"
+        )
+        issues: list[VectorIssue] = []
+        for entry_id, path, identity, width, vector_hash, entry_hash in rows:
+            if path is None:
+                issues.append(VectorIssue("orphaned", entry_id, None, "vector without an entry"))
+            elif identity_key is not None and identity != identity_key:
+                issues.append(
+                    VectorIssue("wrong_identity", entry_id, path, f"vector of model {identity}")
+                )
+            elif dim is not None and width != 4 * dim:
+                issues.append(
+                    VectorIssue(
+                        "wrong_dim", entry_id, path, f"vector has {width / 4:g} dims, not {dim}"
+                    )
+                )
+            elif vector_hash != entry_hash:
+                issues.append(
+                    VectorIssue(
+                        "stale", entry_id, path, "vector embeds another L0 than the entry's"
+                    )
+                )
+        return issues
+
+    def postings_lengths(self) -> dict[str, int]:
+        """Return entry id -> sum of its postings' term frequencies (for verify)."""
+        rows = self._query("SELECT entry_id, sum(tf) FROM postings GROUP BY entry_id")
+        return {entry_id: int(total) for entry_id, total in rows}
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def apply(self, batch: Batch) -> int:
+        """Given a batch, write all of it in one transaction and return the new generation."""
+        connection = self._write
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                _apply(connection, batch)
+                connection.execute(
+                    "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
+                )
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError:
+            raise
+        except sqlite3.DatabaseError as error:
+            raise IndexCorrupt(f"{self.path}: {error}; it will be rebuilt") from error
+        return self.generation()
+
+    def backup_to(self, target: Path) -> str | None:
+        """Given a path, write a consistent copy of the index there (VACUUM INTO); return
+        None, or why the copy failed."""
+        try:
+            self._write.execute("VACUUM INTO ?", (str(target),))
+        except sqlite3.Error as error:
+            return str(error)
+        return None
+
+    def _query(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
+        try:
+            return self._read.execute(sql, parameters).fetchall()
+        except sqlite3.OperationalError:
+            raise
+        except sqlite3.DatabaseError as error:
+            raise IndexCorrupt(f"{self.path}: {error}; it will be rebuilt") from error
+
+
+def _apply(connection: sqlite3.Connection, batch: Batch) -> None:
+    if batch.delete_entries:
+        ids = _ids(batch.delete_entries)
+        connection.execute(f"DELETE FROM postings WHERE entry_id IN {IDS_IN}", (ids,))
+        connection.execute(f"DELETE FROM vectors WHERE entry_id IN {IDS_IN}", (ids,))
+        connection.execute(f"DELETE FROM entries WHERE id IN {IDS_IN}", (ids,))
+    if batch.drop_other_identities:
+        connection.execute("DELETE FROM vectors WHERE identity != ?", (batch.identity,))
+    if batch.drop_vectors:
+        connection.execute(
+            f"DELETE FROM vectors WHERE entry_id IN {IDS_IN}", (_ids(batch.drop_vectors),)
+        )
+    connection.executemany(
+        f"INSERT OR REPLACE INTO entries ({ENTRY_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        [
+            (
+                row.id,
+                row.path,
+                row.workspace,
+                row.line_start,
+                row.line_end,
+                json.dumps(list(row.heading_path), ensure_ascii=False),
+                row.l0,
+                row.l0_source,
+                row.text_hash,
+                row.l0_hash,
+                row.slot,
+                row.doc_len,
+            )
+            for row in batch.upsert_entries
+        ],
+    )
+    if batch.postings:
+        connection.execute(
+            f"DELETE FROM postings WHERE entry_id IN {IDS_IN}",
+            (_ids(entry_id for entry_id, _ in batch.postings),),
+        )
+        connection.executemany(
+            "INSERT INTO postings (term, entry_id, tf) VALUES (?, ?, ?)",
+            [
+                (term, entry_id, tf)
+                for entry_id, counts in batch.postings
+                for term, tf in counts.items()
+            ],
+        )
+    connection.executemany(
+        "INSERT OR REPLACE INTO vectors (entry_id, l0_hash, identity, vector) VALUES (?,?,?,?)",
+        [(entry_id, l0_hash, batch.identity, blob) for entry_id, l0_hash, blob in batch.vectors],
+    )
+    if batch.delete_files:
+        connection.execute(f"DELETE FROM files WHERE path IN {IDS_IN}", (_ids(batch.delete_files),))
+    connection.executemany(
+        "INSERT OR REPLACE INTO files (path, size, mtime_ns, sha256, synced_ns) VALUES (?,?,?,?,?)",
+        [
+            (record.path, record.size, record.mtime_ns, record.sha256, record.synced_ns)
+            for record in batch.upsert_files
+        ],
+    )
+    if batch.vectors_complete is not None:
+        connection.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('vectors_complete', ?)",
+            (batch.vectors_complete,),
+        )
+
+
+def diagnose(db_path: Path) -> tuple[AsideKind, str] | None:
+    """Given an index path, return why it cannot be used as is (None: usable or absent)."""
+    try:
+        size = db_path.stat().st_size
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        return "corrupt", f"unreadable ({error.strerror})"
+    try:
+        with db_path.open("rb") as handle:
+            header = handle.read(100)
+    except OSError as error:
+        return "corrupt", f"unreadable ({error.strerror})"
+    if len(header) < 100:
+        return "corrupt", f"truncated ({size} bytes)"
+    if not header.startswith(SQLITE_MAGIC):
+        return "corrupt", "not an SQLite database (bad header)"
+    try:
+        connection = sqlite3.connect(f"file:{db_path}?mode=rw", uri=True, timeout=10)
+    except sqlite3.Error as error:
+        return "corrupt", f"not openable ({error})"
+    try:
+        check = connection.execute("PRAGMA quick_check").fetchall()
+        if check != [("ok",)]:
+            return "corrupt", f"corrupt ({'; '.join(str(row[0]) for row in check[:3])})"
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
+        if not tables:
+            return None
+        if "meta" not in tables:
+            return "old-schema", "not a carryd index of this version (no meta table)"
+        row = connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        version = row[0] if row else None
+        if str(version) != str(SCHEMA_VERSION):
+            return "old-schema", f"schema version {version}, not {SCHEMA_VERSION}"
+    except sqlite3.OperationalError as error:
+        if "locked" in str(error) or "busy" in str(error):
+            return None  # another carryd is writing: the file is fine
+        return "corrupt", f"corrupt ({error})"
+    except sqlite3.DatabaseError as error:
+        return "corrupt", f"corrupt ({error})"
+    finally:
+        connection.close()
+    return None
+
+
+def _move_aside(db_path: Path, kind: AsideKind) -> Path:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = db_path.with_name(f"{db_path.name}.{kind}-{stamp}")
+    counter = 1
+    while aside.exists():
+        aside = db_path.with_name(f"{db_path.name}.{kind}-{stamp}-{counter}")
+        counter += 1
+    try:
+        os.replace(db_path, aside)
+        # The WAL belongs to the bad file: replayed into a fresh one it would corrupt it.
+        for suffix in ("-wal", "-shm"):
+            companion = db_path.with_name(db_path.name + suffix)
+            if companion.exists():
+                os.replace(companion, aside.with_name(aside.name + suffix))
+    except OSError as error:
+        raise IndexCorrupt(
+            f"{db_path}: the index is unusable and cannot be moved aside ({error.strerror}); "
+            "move or delete it by hand"
+        ) from error
+    return aside
+
+
+def _move_orphans(db_path: Path) -> None:
+    # A WAL left without its database would be replayed into the fresh one.
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for suffix in ("-wal", "-shm"):
+        companion = db_path.with_name(db_path.name + suffix)
+        if companion.exists():
+            try:
+                os.replace(companion, db_path.with_name(f"{db_path.name}.orphan-{stamp}{suffix}"))
+            except OSError as error:
+                raise IndexCorrupt(
+                    f"{companion}: left over from a deleted index and cannot be moved aside "
+                    f"({error.strerror}); move or delete it by hand"
+                ) from error
+
+
+def _connect(db_path: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(
+        str(db_path), isolation_level=None, check_same_thread=False, timeout=10
+    )
+    connection.execute("PRAGMA journal_mode = WAL")
+    connection.execute("PRAGMA synchronous = NORMAL")
+    return connection
+
+
+def _ensure_schema(connection: sqlite3.Connection) -> None:
+    has_meta = connection.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+    ).fetchone()
+    if has_meta:
+        return
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        if connection.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone():
+            connection.execute("ROLLBACK")  # another process created it meanwhile
+            return
+        for statement in SCHEMA.split(";"):
+            if statement.strip():
+                connection.execute(statement)
+        connection.executemany(
+            "INSERT INTO meta (key, value) VALUES (?, ?)",
+            [
+                ("schema_version", str(SCHEMA_VERSION)),
+                ("generation", "0"),
+                ("vectors_complete", ""),
+            ],
+        )
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+
+
+def _entry_row(row: Sequence[Any]) -> EntryRow:
+    return EntryRow(
+        id=row[0],
+        path=row[1],
+        workspace=row[2],
+        line_start=row[3],
+        line_end=row[4],
+        heading_path=tuple(json.loads(row[5])),
+        l0=row[6],
+        l0_source=cast(L0Source, row[7]),
+        text_hash=row[8],
+        l0_hash=row[9],
+        slot=row[10],
+        doc_len=row[11],
+    )
+
+
+def _ids(values: Iterable[str]) -> str:
+    return json.dumps(list(values), ensure_ascii=False)
+
+
+def _dim_of(identity_key: str) -> int:
+    try:
+        dim = json.loads(identity_key).get("dim", 0)
+    except (ValueError, AttributeError):
+        return 0
+    return dim if isinstance(dim, int) else 0
