@@ -114,38 +114,62 @@ def _priority(items: Sequence[LedgerItem]) -> list[int]:
     return sorted(range(len(items)), key=lambda index: (-(items[index].weight or 0.0), index))
 
 
+def _shown_length(
+    section: LedgerSection, kept: Sequence[bool], path: str
+) -> tuple[int, str | None]:
+    """Given which items are kept, return the block's length and its pointer (no string built)."""
+    length = len(section.heading)
+    previous: LedgerItem | None = None
+    for item, keep in zip(section.items, kept, strict=True):
+        if not keep:
+            continue
+        if previous is None:
+            length += 1
+        else:
+            length += 1 if previous.block == "list" and item.block == "list" else 2
+        length += len(item.text)
+        previous = item
+    count, runs = _dropped_runs(section.items, {i for i, keep in enumerate(kept) if keep})
+    if not count:
+        return length, None
+    pointer = pointer_line(count, path, runs)
+    return length + 1 + len(pointer), pointer
+
+
 def cut_section(
     section: LedgerSection, budget: int, *, path: str, share: int = 0
 ) -> tuple[str | None, SectionCut]:
-    """Given a section and a char budget, return its block (None when left out) and its cut."""
+    """Given a section and a char budget, return its block (None when left out) and its cut.
+
+    Whole items, greedily in priority order (sidecar weight, then document order), each taken
+    when the block with it — pointer included — still fits; passes repeat until nothing more
+    fits, so a small later item fills the room a big one leaves.
+    """
     items = section.items
     full = render_section(section, items, None)
     if len(full) <= budget:
         return full, SectionCut(section.kind, budget, len(full), len(items), 0, None, share)
-    everything_dropped = pointer_line(
-        len(items), path, [(items[0].line_start, items[-1].line_end)] if items else []
-    )
-    room = budget - len(section.heading) - 1 - len(everything_dropped) - 1
-    chosen: list[int] = []
-    used = 0
-    for index in _priority(items):
-        cost = len(items[index].text) + 2
-        if used + cost <= room:
-            chosen.append(index)
-            used += cost
-    while True:
-        kept = set(chosen)
-        count, runs = _dropped_runs(items, kept)
-        pointer = pointer_line(count, path, runs) if count else None
-        shown = [item for index, item in enumerate(items) if index in kept]
-        block = render_section(section, shown, pointer)
-        if len(block) <= budget:
-            cut = SectionCut(section.kind, budget, len(block), len(shown), count, pointer, share)
-            return block, cut
-        if not chosen:
-            cut = SectionCut(section.kind, budget, 0, 0, len(items), None, share, omitted=True)
-            return None, cut
-        chosen.pop()  # the lowest-priority kept item goes first
+    kept = [False] * len(items)
+    if _shown_length(section, kept, path)[0] > budget:
+        cut = SectionCut(section.kind, budget, 0, 0, len(items), None, share, omitted=True)
+        return None, cut
+    order = _priority(items)
+    changed = True
+    while changed:
+        changed = False
+        for index in order:
+            if kept[index]:
+                continue
+            kept[index] = True
+            if _shown_length(section, kept, path)[0] <= budget:
+                changed = True
+            else:
+                kept[index] = False
+    _, pointer = _shown_length(section, kept, path)
+    shown = [item for item, keep in zip(items, kept, strict=True) if keep]
+    block = render_section(section, shown, pointer)
+    dropped = len(items) - len(shown)
+    return block, SectionCut(section.kind, budget, len(block), len(shown), dropped, pointer, share)
 
 
 def truncate_ledger(ledger: Ledger, budget_chars: int, *, path: str) -> LedgerCut:
