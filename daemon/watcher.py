@@ -7,9 +7,9 @@ The callback only classifies and enqueues (no IO, no sync). `changes_for` is the
 - An editor's atomic save (write a temp file, rename it over the original) arrives as a
   move whose destination is the Markdown file: the destination is enqueued, the temp ignored.
 - A move enqueues both paths (the source is deleted, the destination created).
-- A folder that appears (created, moved in) is listed by the worker when it applies; a
-  folder that leaves (deleted, moved out) triggers a full reconcile, which removes every
-  indexed file under it without asking the OS for events it never sent.
+- A folder that appears (created, moved in) or leaves (deleted, moved out) is handed to the
+  sync as a folder: it walks one that exists and drops every indexed file under one that
+  does not, without relying on per-file events the OS may never send.
 """
 
 from __future__ import annotations

@@ -17,13 +17,12 @@ thread applies, so there is exactly one writer of the index and the carries.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
@@ -50,13 +49,15 @@ class Batch:
     """Changes that became due together; `events` counts the raw events coalesced into it."""
 
     paths: frozenset[str]  # files to sync (created, changed or deleted)
-    trees_added: frozenset[str]  # folders that appeared: their files are listed at apply time
-    trees_removed: frozenset[str]  # folders that left: answered by a full reconcile
+    trees_added: frozenset[str]  # folders that appeared (created, moved in)
+    trees_removed: frozenset[str]  # folders that left (deleted, moved out)
     events: int
 
     @property
-    def needs_reconcile(self) -> bool:
-        return bool(self.trees_removed)
+    def sync_paths(self) -> list[str]:
+        """The relative paths to hand to `sync_root`: it walks a folder that exists and drops
+        every indexed file under one that does not."""
+        return sorted(self.paths | self.trees_added | self.trees_removed)
 
 
 @dataclass
@@ -311,18 +312,6 @@ def workspaces_for_carry(
     return tuple(sorted(wanted & present))
 
 
-def markdown_under(root: Path, folder: str, ignored: Iterable[str]) -> list[str]:
-    """Given the root and a folder relative to it, return its Markdown files, relative."""
-    skip = set(ignored)
-    found: list[str] = []
-    for directory, subdirs, files in os.walk(root / folder):
-        subdirs[:] = sorted(d for d in subdirs if d not in skip)
-        for name in sorted(files):
-            if name.lower().endswith(".md"):
-                found.append(Path(directory, name).relative_to(root).as_posix())
-    return found
-
-
 class Indexer:
     """Apply batches and tasks against the index and the carries (one per worker thread)."""
 
@@ -357,16 +346,7 @@ class Indexer:
         return self._recaller
 
     def apply(self, batch: Batch) -> None:
-        if batch.needs_reconcile:
-            log.info("a folder left the root (%s): full reconcile", ", ".join(batch.trees_removed))
-            self._reconcile(kind="reconcile", every_carry=False, events=batch.events)
-            return
-        paths = set(batch.paths)
-        root = self.settings.root_path
-        for folder in batch.trees_added:
-            paths.update(markdown_under(root, folder, self.settings.index.ignore_dirs))
-        markdown = sorted(p for p in paths if p.lower().endswith(".md"))
-        self._sync(markdown, changed=paths, kind="batch", events=batch.events)
+        self._sync(batch.sync_paths, changed=batch.paths, kind="batch", events=batch.events)
 
     def run(self, task: TaskName) -> None:
         if task == "reconcile":
@@ -397,6 +377,7 @@ class Indexer:
         from carryd.daemon.indexing import sync_root
 
         started = time.monotonic()
+        log.info("%s: syncing %s paths", kind, "all" if paths is None else len(paths))
         report = None
         if paths is None or paths:
             report = sync_root(self.settings, store=self.store, embedder=self.embedder, paths=paths)
@@ -425,7 +406,7 @@ class Indexer:
             seconds=seconds,
         )
         log.info(
-            "%s: %s paths, %s carries written (%s changed) in %.3f s",
+            "%s done: %s paths, %s carries written (%s changed) in %.3f s",
             kind,
             "all" if paths is None else len(paths),
             len(results),

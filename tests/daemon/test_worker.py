@@ -16,7 +16,6 @@ from carryd.daemon.worker import (
     Debouncer,
     TaskName,
     Worker,
-    markdown_under,
     workspaces_for_carry,
 )
 
@@ -108,7 +107,7 @@ def test_moves_and_deletes_reach_the_batch() -> None:
         debouncer.add(change, 0.0)
     got = debouncer.take(1.0)
     assert got == batch("ws/old.md", "ws/new.md", "ws/gone.md", events=4, removed=("ws/logs",))
-    assert got.needs_reconcile
+    assert got.sync_paths == ["ws/gone.md", "ws/logs", "ws/new.md", "ws/old.md"]
 
 
 @settings(max_examples=60, deadline=None)
@@ -212,15 +211,6 @@ SOURCES = ("PLAN.md", "handoff/LEDGER.md", "handoff/sidecar.json")
 )
 def test_workspaces_for_carry(touched: set[str | None], changed: list[str], expected: object) -> None:
     assert workspaces_for_carry(touched, changed, SOURCES, ["a", "b"]) == expected
-
-
-def test_markdown_under_lists_files_and_skips_ignored(tmp_path: Path) -> None:
-    (tmp_path / "ws" / "logs" / "node_modules").mkdir(parents=True)
-    (tmp_path / "ws" / "logs" / "a.md").write_text("x")
-    (tmp_path / "ws" / "logs" / "b.txt").write_text("x")
-    (tmp_path / "ws" / "logs" / "node_modules" / "c.md").write_text("x")
-    assert markdown_under(tmp_path, "ws/logs", ("node_modules",)) == ["ws/logs/a.md"]
-    assert markdown_under(tmp_path, "ws/missing", ()) == []
 
 
 # --- the thread --------------------------------------------------------------------------

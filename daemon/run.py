@@ -1,0 +1,417 @@
+"""`carryd run`: the daemon, in the foreground (systemd/launchd own its lifecycle).
+
+Start-up, in order: take `<state>/daemon.lock` (a second daemon on the root refuses and
+names the first one's pid), load the embedder once (no model → degraded, lexical-only),
+start the worker and queue a full reconcile (sync + every carry), start the watcher (events
+that arrive meanwhile queue behind the reconcile), wait for the reconcile, then serve the
+control socket, start the scheduler and tell systemd READY=1.
+
+Threads and their owners: the worker (`Worker`), the watcher (`Watcher`, watchdog's
+observer), the control socket (`ControlServer`: accept + one per connection), the query
+thread (`QueryService`: recall/expand/status reads with their own SQLite connection, so
+answers never wait for a sync's transaction), the scheduler (`Scheduler`). The main thread
+only waits for signals; shutdown stops them in reverse order and joins each.
+
+SIGTERM/SIGINT: finish the current batch, stop, exit 0. SIGHUP: re-read the config, log
+what changed, apply it (a bad config is logged and the old settings kept; the root, the
+state folder and the model need a restart and are kept too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import fcntl
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from carryd.index.errors import ConfigError, DaemonRunning, UsageError
+
+if TYPE_CHECKING:
+    from carryd.daemon.config import Settings
+    from carryd.daemon.status import DaemonState
+    from carryd.daemon.worker import Indexer
+
+log = logging.getLogger(__name__)
+
+LOCK_FILE = "daemon.lock"
+# Settings a running daemon cannot switch to: they are kept until a restart.
+RESTART_ONLY = ("root", "index.state_dir", "model")
+
+
+# --- the lock ----------------------------------------------------------------------------
+
+
+class DaemonLock:
+    """An exclusive flock on `<state>/daemon.lock` holding the owner's pid.
+
+    The kernel drops the lock when the process dies (even by kill -9), so a crashed
+    daemon never blocks the next one. The file itself stays: unlinking it would let two
+    daemons lock two different files.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.path = settings.state_path / LOCK_FILE
+        self.root = settings.root_path
+        self._descriptor: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(descriptor, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(descriptor)
+            raise DaemonRunning(
+                f"another carryd daemon (pid {holder}) already serves {self.root} "
+                f"(lock {self.path}); stop it first, or see `carryd status --root {self.root}`"
+            ) from None
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{os.getpid()}\n".encode("ascii"), 0)
+        self._descriptor = descriptor
+
+    def release(self) -> None:
+        if self._descriptor is not None:
+            os.close(self._descriptor)
+            self._descriptor = None
+
+    def __enter__(self) -> DaemonLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+# --- settings reload (pure) --------------------------------------------------------------
+
+
+def changed_keys(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """Given two settings values, return the dotted keys whose values differ."""
+    if dataclasses.is_dataclass(old) and dataclasses.is_dataclass(new):
+        keys: list[str] = []
+        for field in dataclasses.fields(old):
+            if field.name == "config_file":
+                continue
+            keys += changed_keys(
+                getattr(old, field.name), getattr(new, field.name), f"{prefix}{field.name}."
+            )
+        return keys
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        return [] if dict(old) == dict(new) else [prefix.rstrip(".")]
+    return [] if old == new else [prefix.rstrip(".")]
+
+
+def merge_reload(old: Settings, new: Settings) -> tuple[Settings, list[str], list[str]]:
+    """Given the running and the re-read settings, return (effective, applied, kept) keys."""
+    changed = changed_keys(old, new)
+    kept = [k for k in changed if any(k == r or k.startswith(r + ".") for r in RESTART_ONLY)]
+    applied = [k for k in changed if k not in kept]
+    index = dataclasses.replace(new.index, state_dir=old.index.state_dir)
+    effective = dataclasses.replace(new, root=old.root, model=old.model, index=index)
+    return effective, applied, kept
+
+
+# --- the query thread --------------------------------------------------------------------
+
+
+class QueryService:
+    """Answer recall / expand / status reads on one thread that owns its own Store.
+
+    SQLite connections belong to the thread that opened them, and a reader on its own
+    connection sees the last committed generation while the worker writes (WAL), so
+    requests are answered while a sync runs. The warm `Recaller` is rebuilt when the
+    settings change; it reloads its caches itself when `store.generation()` moves.
+    """
+
+    def __init__(
+        self, settings: Settings, embedder: Any, degraded: str | None, state: DaemonState
+    ) -> None:
+        self.settings = settings
+        self._embedder = embedder
+        self._degraded = degraded
+        self._state = state
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="carryd-query")
+        self._store: Any = None
+        self._recaller: Any = None
+        self._recaller_settings: Settings | None = None
+
+    def reload(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def handlers(self) -> dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]]:
+        return {
+            "ping": lambda params: {"pong": True, "pid": os.getpid()},
+            "status": lambda params: self._call(self._status, params),
+            "recall": lambda params: self._call(self._recall, params),
+            "expand": lambda params: self._call(self._expand, params),
+        }
+
+    def model_info(self) -> dict[str, Any]:
+        from carryd.daemon.status import model_identity_text
+
+        identity = getattr(self._embedder, "identity", None)
+        return {
+            "identity": model_identity_text(self.settings),
+            "key": identity.key() if identity is not None else None,
+            "loaded": self._embedder is not None,
+            "degraded": self._degraded,
+        }
+
+    def stop(self) -> None:
+        """Close the store on its own thread, then join the thread."""
+        with contextlib.suppress(RuntimeError):
+            self._executor.submit(self._close).result()
+        self._executor.shutdown(wait=True)
+
+    # on the query thread
+
+    def _call(
+        self, method: Callable[[Mapping[str, Any]], dict[str, Any]], params: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return self._executor.submit(method, params).result()
+
+    def _open(self) -> Any:
+        if self._store is None:
+            from carryd.daemon.indexing import open_store
+
+            self._store = open_store(self.settings)
+        return self._store
+
+    def _recaller_now(self) -> Any:
+        store = self._open()
+        if self._recaller is None or self._recaller_settings is not self.settings:
+            from carryd.daemon.recalling import Recaller
+
+            self._recaller = Recaller(self.settings, store, self._embedder, self._degraded)
+            self._recaller_settings = self.settings
+        return self._recaller
+
+    def _status(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        snapshot = self._state.snapshot()
+        snapshot["model"] = self.model_info()
+        snapshot["counts"] = dict(self._open().counts())
+        return snapshot
+
+    def _recall(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        query = params.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise UsageError("recall: a non-empty query string is required")
+        workspace = params.get("workspace")
+        limit = params.get("limit")
+        min_confidence = params.get("min_confidence")
+        if workspace is not None and not isinstance(workspace, str):
+            raise UsageError("recall: workspace must be a string")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise UsageError("recall: limit must be an integer")
+        if min_confidence is not None and (
+            isinstance(min_confidence, bool) or not isinstance(min_confidence, int | float)
+        ):
+            raise UsageError("recall: min_confidence must be a number")
+        return dict(
+            self._recaller_now().recall(
+                query, workspace=workspace, limit=limit, min_confidence=min_confidence
+            )
+        )
+
+    def _expand(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        ids = params.get("ids")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise UsageError("expand: ids must be a list of strings")
+        return dict(self._recaller_now().expand(ids))
+
+    def _close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+            self._recaller = None
+
+
+# --- the daemon --------------------------------------------------------------------------
+
+
+class Daemon:
+    """Own every thread of a running daemon; `run()` returns the exit code."""
+
+    def __init__(self, settings: Settings, load_settings: Callable[[], Settings]) -> None:
+        self.settings = settings
+        self._load_settings = load_settings
+        self._wake = threading.Event()
+        self._stop_requested = False
+        self._reload_requested = False
+        self._indexer: Indexer | None = None
+
+    # signals (run on the main thread between bytecodes: only set flags)
+
+    def _on_stop(self, signum: int, frame: Any) -> None:
+        log.info("%s: finishing the current batch, then stopping", signal.Signals(signum).name)
+        self._stop_requested = True
+        self._wake.set()
+
+    def _on_hup(self, signum: int, frame: Any) -> None:
+        self._reload_requested = True
+        self._wake.set()
+
+    def _install_signals(self) -> dict[int, Any]:
+        previous = {}
+        for signum, handler in (
+            (signal.SIGTERM, self._on_stop),
+            (signal.SIGINT, self._on_stop),
+            (signal.SIGHUP, self._on_hup),
+        ):
+            previous[signum] = signal.signal(signum, handler)
+        return previous
+
+    def _wait(self, seconds: float) -> None:
+        self._wake.wait(seconds)
+        self._wake.clear()
+
+    # the run
+
+    def run(self) -> int:
+        from carryd.daemon.control import ControlServer
+        from carryd.daemon.indexing import load_embedder_for
+        from carryd.daemon.notify import sd_notify
+        from carryd.daemon.scheduler import Scheduler
+        from carryd.daemon.status import DaemonState
+        from carryd.daemon.watcher import Watcher
+        from carryd.daemon.worker import Indexer, Worker
+
+        settings = self.settings
+        previous_handlers = self._install_signals()
+        state = DaemonState(settings)
+        state.write()
+        worker: Worker | None = None
+        watcher: Watcher | None = None
+        control: ControlServer | None = None
+        query: QueryService | None = None
+        scheduler: Scheduler | None = None
+        try:
+            started = time.monotonic()
+            embedder, degraded = load_embedder_for(settings)
+            if degraded:
+                log.warning("model unavailable, recall is lexical-only: %s", degraded)
+            else:
+                log.info("model loaded in %.2f s", time.monotonic() - started)
+
+            def open_indexer() -> Indexer:
+                self._indexer = Indexer(settings, embedder=embedder, degraded=degraded, state=state)
+                return self._indexer
+
+            worker = Worker(
+                open_indexer,
+                quiet=settings.daemon.debounce_ms / 1000,
+                on_error=state.record_error,
+            )
+            query = QueryService(settings, embedder, degraded, state)
+            state.set_queued_source(lambda: worker.queued if worker is not None else 0)
+            state.update(model=query.model_info())
+            worker.submit("reconcile")
+            worker.start()
+            worker.opened.wait()
+            if worker.open_error is not None:
+                raise worker.open_error
+            watcher = Watcher(settings, worker.enqueue)
+            watcher.start()
+
+            log.info("reconciling %s before serving", settings.root_path)
+            sd_notify("STATUS=reconciling the index and the carries")
+            while not self._stop_requested and worker.items_finished < 1:
+                self._wait(0.05)
+            if self._stop_requested:
+                return 0
+
+            control = ControlServer(settings.socket_path, query.handlers())
+            control.start()
+            scheduler = Scheduler(settings, worker.submit)
+            scheduler.start()
+            state.update(state="running")
+            sd_notify("READY=1", "STATUS=watching " + str(settings.root_path), f"MAINPID={os.getpid()}")
+            log.info("ready: serving %s on %s", settings.root_path, settings.socket_path)
+
+            while not self._stop_requested:
+                self._wait(3600.0)
+                if self._reload_requested:
+                    self._reload_requested = False
+                    self._reload(worker, watcher, query, scheduler, state)
+            return 0
+        finally:
+            sd_notify("STOPPING=1")
+            state.update(state="stopping")
+            # Reverse order of start; each stop joins its threads.
+            if scheduler is not None:
+                scheduler.stop()
+            if watcher is not None:
+                watcher.stop()
+            if control is not None:
+                control.stop()
+            if worker is not None:
+                worker.stop()
+            if query is not None:
+                query.stop()
+            state.update(state="stopped", stopped_at=time.time())
+            for signum, handler in previous_handlers.items():
+                signal.signal(signum, handler)
+            log.info("stopped")
+
+    def _reload(self, worker: Any, watcher: Any, query: Any, scheduler: Any, state: Any) -> None:
+        try:
+            fresh = self._load_settings()
+        except ConfigError as error:
+            log.error("SIGHUP: config not reloaded, keeping the running settings: %s", error)
+            state.record_error("reload", error)
+            return
+        effective, applied, kept = merge_reload(self.settings, fresh)
+        for key in kept:
+            log.warning("SIGHUP: %s changed; restart carryd to apply it (kept the old value)", key)
+        if not applied:
+            log.info("SIGHUP: config re-read, nothing to apply")
+            return
+        log.info("SIGHUP: applying changed settings: %s", ", ".join(applied))
+        self.settings = effective
+        worker.set_timing(effective.daemon.debounce_ms / 1000)
+        if self._indexer is not None:
+            self._indexer.reload(effective)
+        watcher.reload(effective)
+        query.reload(effective)
+        scheduler.reload(effective)
+        state.update(config_file=effective.config_file, reloaded_at=time.time())
+
+
+def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the daemon on the root until SIGTERM; return the exit code."""
+    from carryd.daemon.config import load_settings
+
+    root = settings.root_path
+    if not root.is_dir():
+        raise ConfigError(f"root {root}: not a folder (pass --root DIR or set CARRYD_ROOT)")
+    config = getattr(args, "config", None)
+    cli_root = getattr(args, "root", None)
+
+    def reload_settings() -> Settings:
+        return load_settings(config, root=cli_root or str(root))
+
+    with DaemonLock(settings):
+        # Holding the lock, any socket file left is a crashed daemon's: clients must not
+        # keep reaching it while the start-up reconcile runs.
+        remove_stale_socket(settings.socket_path)
+        return Daemon(settings, reload_settings).run()
+
+
+def remove_stale_socket(path: Path) -> None:
+    """Given the socket path, remove a socket file nobody listens on (a crashed daemon's)."""
+    from carryd.daemon.control import socket_answers
+
+    if path.is_socket() and not socket_answers(path):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            log.info("removed stale control socket %s", path)
