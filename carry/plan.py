@@ -52,7 +52,12 @@ class PlanUnit:
     text: str
     line_start: int
     line_end: int
-    line_cuttable: bool  # paragraphs and list items may be cut between lines; fences may not
+    kind: Literal["heading", "list", "paragraph", "fence", "other", "rule"]
+
+    @property
+    def line_cuttable(self) -> bool:
+        """Paragraphs, list items and the like may be cut between lines; fences may not."""
+        return self.kind in ("paragraph", "list", "other")
 
 
 @dataclass(frozen=True)
@@ -121,7 +126,7 @@ def split_plan(text: str) -> PlanParts:
                     "\n".join(lines[block.line_start - 1 : block.line_end]),
                     block.line_start,
                     block.line_end,
-                    block.kind in ("paragraph", "list", "other"),
+                    "other" if block.kind == "comment" else block.kind,
                 )
             )
         previous_mode = mode
@@ -135,83 +140,96 @@ def split_plan(text: str) -> PlanParts:
     )
 
 
-def _omitted_runs(
-    parts: PlanParts, first_line: int, units: Sequence[PlanUnit]
-) -> list[tuple[int, int]]:
-    """Given where the omitted current state starts, return its line runs (history splits them)."""
-    runs: list[tuple[int, int]] = []
-    for unit in units:
-        start = max(unit.line_start, first_line)
-        if runs and not any(runs[-1][1] < h_start <= start for h_start, _ in parts.history_blocks):
-            runs[-1] = (runs[-1][0], unit.line_end)
+def _current_spans(parts: PlanParts) -> list[tuple[int, int]]:
+    """Given the parts, return the current state's line spans (history blocks split them)."""
+    spans: list[tuple[int, int]] = []
+    previous: PlanUnit | None = None
+    for unit in parts.current_units:
+        split = previous is None or any(
+            previous.line_end < start <= unit.line_start for start, _ in parts.history_blocks
+        )
+        if split:
+            spans.append((unit.line_start, unit.line_end))
         else:
-            runs.append((start, unit.line_end))
-    return runs
+            spans[-1] = (spans[-1][0], unit.line_end)
+        previous = unit
+    return spans
 
 
-def _pointer(count: int, path: str, runs: Sequence[tuple[int, int]]) -> str:
+def _pointer(count: int, path: str, spans: Sequence[tuple[int, int]], first_line: int) -> str:
+    runs = [(max(start, first_line), end) for start, end in spans if end >= first_line]
     if len(runs) > 3:
         runs = [(runs[0][0], runs[-1][1])]
-    spans = ",".join(line_span(start, end) for start, end in runs)
-    return f"+{count} more lines → {path}:{spans}"
+    return f"+{count} more lines → {path}:" + ",".join(line_span(a, b) for a, b in runs)
 
 
 def plan_current_for_carry(parts: PlanParts, budget_chars: int, *, path: str) -> str:
     """Given the plan's parts, a budget and PLAN.md's root-relative path, return the carry text.
 
     The current state whole when it fits; else its longest prefix of whole blocks (and whole
-    lines of a paragraph or list item) followed by a pointer line to the rest. Never longer
-    than `budget_chars`; "" when not even a pointer fits.
+    lines of a paragraph or list item; a fence is never cut, and the prefix never ends on a
+    heading) followed by a pointer line "+N more lines → path:lines" to the rest (N counts
+    non-blank lines). Never longer than `budget_chars`; "" when not even a pointer fits.
     """
     budget = max(budget_chars, 0)
     if len(parts.current) <= budget:
         return parts.current
     units = parts.current_units
+    spans = _current_spans(parts)
+    unit_lines = [unit.text.split("\n") for unit in units]
+    nonblank_after = [0] * (len(units) + 1)  # non-blank lines in units[i:]
+    for index in range(len(units) - 1, -1, -1):
+        nonblank = sum(1 for line in unit_lines[index] if line.strip())
+        nonblank_after[index] = nonblank_after[index + 1] + nonblank
+
     best = ""
-    kept_length = 0  # length of the kept text so far, without the pointer
-    kept_pieces: list[str] = []
+    if units:
+        pointer = _pointer(nonblank_after[0], path, spans, units[0].line_start)
+        best = pointer if len(pointer) <= budget else ""
+    best_cut: tuple[int, int, str] | None = None  # (unit index, lines taken, pointer)
+    kept_length = 0
     for index, unit in enumerate(units):
-        unit_lines = unit.text.split("\n")
-        cut_points = range(1, len(unit_lines) + 1) if unit.line_cuttable else [len(unit_lines)]
-        separator = ""
-        if index > 0:
-            separator = "\n" if unit.line_start == units[index - 1].line_end + 1 else "\n\n"
-        if index == 0:
-            candidate = _with_pointer("", 0, parts, unit.line_start, units, path)
-            if len(candidate) <= budget:
-                best = candidate
+        lines = unit_lines[index]
+        separator = 0 if index == 0 else _separator_length(units[index - 1], unit)
+        cut_points = range(1, len(lines) + 1) if unit.line_cuttable else [len(lines)]
+        piece = separator - 1  # the first line has no newline before it
+        taken_lines = 0
         for taken in cut_points:
-            piece = separator + "\n".join(unit_lines[:taken])
-            length = kept_length + len(piece)
+            while taken_lines < taken:
+                piece += 1 + len(lines[taken_lines])
+                taken_lines += 1
+            length = kept_length + piece
             if length > budget:
-                return best
-            rest_start = unit.line_start + taken
-            remaining = list(units[index + 1 :])
-            if taken < len(unit_lines):
-                rest = unit_lines[taken:]
-                remaining.insert(0, PlanUnit("\n".join(rest), rest_start, unit.line_end, True))
-            kept = "".join(kept_pieces) + piece
-            if not remaining:
-                return kept  # unreachable when the whole did not fit, kept for safety
-            candidate = _with_pointer(kept, length, parts, remaining[0].line_start, remaining, path)
-            if len(candidate) <= budget:
-                best = candidate
-        kept_pieces.append(separator + unit.text)
-        kept_length += len(separator) + len(unit.text)
-    return best
+                return _render_cut(units, unit_lines, best_cut) if best_cut else best
+            if unit.kind == "heading":
+                continue  # a heading with nothing under it is no use: the pointer covers it
+            rest = sum(1 for line in lines[taken:] if line.strip()) + nonblank_after[index + 1]
+            if rest == 0:
+                continue
+            if taken < len(lines):
+                first_line = unit.line_start + taken
+            else:
+                first_line = units[index + 1].line_start
+            pointer = _pointer(rest, path, spans, first_line)
+            if length + 1 + len(pointer) <= budget:
+                best_cut = (index, taken, pointer)
+        kept_length += separator + len(unit.text)
+    return _render_cut(units, unit_lines, best_cut) if best_cut else best
 
 
-def _with_pointer(
-    kept: str,
-    kept_length: int,
-    parts: PlanParts,
-    first_line: int,
-    remaining: Sequence[PlanUnit],
-    path: str,
+def _separator_length(previous: PlanUnit, unit: PlanUnit) -> int:
+    return 1 if unit.line_start == previous.line_end + 1 else 2
+
+
+def _render_cut(
+    units: Sequence[PlanUnit], unit_lines: Sequence[Sequence[str]], cut: tuple[int, int, str]
 ) -> str:
-    count = sum(1 for unit in remaining for line in unit.text.split("\n") if line.strip())
-    pointer = _pointer(count, path, _omitted_runs(parts, first_line, remaining))
-    return f"{kept}\n{pointer}" if kept_length else pointer
+    index, taken, pointer = cut
+    head = _join_units(units[:index])
+    last = "\n".join(unit_lines[index][:taken])
+    if index > 0:
+        head += "\n" * _separator_length(units[index - 1], units[index])
+    return f"{head}{last}\n{pointer}"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ sidecar order breaking ties:
 1. a ref naming lines that overlap the item: "12", "L12", "12-14", "L12-L14",
    "handoff/LEDGER.md:12-14" (a path prefix is not checked: the sidecar describes one ledger);
 2. the same text after normalisation (NFKC, casefold, whitespace collapsed, list bullet,
-   checkbox and leading kind emoji removed);
+   checkbox, leading kind emoji and trailing full stop removed);
 3. the sidecar text (normalised, at least 8 chars) contained in the item's normalised text.
 A matched item takes the sidecar's kind (solution→success, failure, todo — or done when `st`
 says done/closed/resolved/完成/已完成 —, meta, status, goal) and its weight `w`.
@@ -146,7 +146,7 @@ _LEADING = re.compile(
 def _normalize(text: str) -> str:
     folded = unicodedata.normalize("NFKC", text)
     folded = _LEADING.sub("", folded.strip())
-    return " ".join(folded.split()).casefold()
+    return " ".join(folded.split()).casefold().rstrip(".。;；!！")
 
 
 def ref_lines(ref: str) -> tuple[int, int] | None:
