@@ -1,0 +1,269 @@
+"""Given an entry's heading and body, return its L0 abstract (about 100 characters) and where
+the abstract came from.
+
+The rules, in order (Chinese and English alike):
+1. `heading` — the heading, when it is a real abstract. A heading made only of dates, times,
+   weekdays, numbers or versions ("2026-11-29", "2026年11月29日", "3", "v2.2.6") or only
+   punctuation/symbols says nothing about the entry and falls through to 2. When the heading
+   leaves room, the body's first sentence is appended ("Release pitfalls — npm publish needs
+   OTP."): for retrieval a heading alone is often a bare topic, and the first sentence is the
+   most informative text that stays put while the body grows. Only the first sentence is ever
+   used, so an edit further down the body never changes the L0. A heading longer than the
+   limit is cut (source `truncate`).
+2. `firstSentence` — the first sentence of the first prose block of the body (a paragraph,
+   list item, table row or quote; code fences are passed over while prose follows), with
+   Markdown markup, links and HTML comments removed, when it fits. A sentence ends at 。！？；
+   or at . ! ? ; followed by a space or the block's end (so 3.14, lib/index.js and v2.2.6
+   stay whole; "e.g." and friends do not end a sentence).
+3. `truncate` — otherwise that block cut to the limit: at a word boundary where one is near,
+   never inside a grapheme cluster (combining marks, ZWJ emoji sequences, flags, skin tones),
+   ending with "…".
+
+The result is one line, secrets redacted, and never longer than `max_chars` (len of the str).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+from typing import Literal
+
+import regex
+
+from carryd.index.redact import redact
+
+L0Source = Literal["heading", "firstSentence", "truncate"]
+
+ELLIPSIS = "…"
+_SEPARATOR = " — "
+# A word boundary this far into the budget is worth cutting at; nearer the start it costs
+# too much of the abstract, so cut mid-word (still on a grapheme boundary).
+_WORD_BOUNDARY_MIN_SHARE = 0.6
+
+_GRAPHEME = regex.compile(r"\X")
+
+# ---------------------------------------------------------------------------------------------
+# Headings that are not abstracts.
+
+_MONTHS = (
+    r"january|february|march|april|may|june|july|august|september|october|november|december"
+    r"|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+_WEEKDAYS = (
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+    r"|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun"
+)
+_NOT_ABSTRACT_TOKEN = re.compile(
+    r"(?i)"
+    r"\d{4}-\d{1,2}-\d{1,2}[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"|\d{4}[-/.年]\d{1,2}(?:[-/.月]\d{1,2}[日号]?)?|\d{1,2}月\d{1,2}[日号]|\d{4}年|\d{1,2}[月日号]"
+    r"|\d{1,2}:\d{2}(?::\d{2})?"
+    rf"|\b(?:{_MONTHS})\b\.?|\b(?:{_WEEKDAYS})\b\.?|\b(?:am|pm|utc|gmt)\b"
+    r"|(?:周|星期|礼拜)[一二三四五六日天]|上午|下午|晚上"
+    r"|\bv?\d+(?:[._-]\d+)*(?:-?(?:rc|alpha|beta|a|b)\d*)?\b"
+)
+
+
+def is_abstract(heading: str) -> bool:
+    """Given a heading's plain text, return whether it says what the entry is about: not
+    only dates, times, numbers, versions, punctuation or symbols."""
+    rest = _NOT_ABSTRACT_TOKEN.sub(" ", heading)
+    return any(character.isalpha() for character in rest)
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown to plain text.
+
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+_ATX_OPEN = re.compile(r"^ {0,3}#{1,6}(?:[ \t]+|$)")
+_ATX_CLOSE = re.compile(r"[ \t]+#+[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_BLOCKQUOTE = re.compile(r"^ {0,3}(?:>[ \t]?)+")
+_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+(?:\[[ xX]\][ \t]+)?|$)")
+_THEMATIC_BREAK = re.compile(r"^ {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$")
+_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*$")
+_TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+_INLINE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),  # image → its alt text
+    (re.compile(r"\[([^\]]+)\]\([^)]*\)"), r"\1"),  # link → its text
+    (re.compile(r"\[([^\]]+)\]\[[^\]]*\]"), r"\1"),  # reference link → its text
+    (re.compile(r"<((?:https?|mailto|ftp):[^>\s]+)>"), r"\1"),  # autolink → the address
+    (re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>"), ""),  # inline HTML tags
+    (re.compile(r"(\*\*|__|~~)(?=\S)(.+?)(?<=\S)\1"), r"\2"),  # strong, strikethrough
+    (re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])"), r"\1"),  # *emphasis*
+    (re.compile(r"(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])"), r"\1"),  # _emphasis_, not snake_case
+    (re.compile(r"\\([!-/:-@\[-`{-~])"), r"\1"),  # backslash escapes
+)
+
+
+def plain_inline(text: str) -> str:
+    """Given one block's inline Markdown, return its plain text on one line."""
+    pieces: list[str] = []
+    position = 0
+    for match in _CODE_SPAN.finditer(text):
+        pieces.append(_strip_inline(text[position : match.start()]))
+        pieces.append(match.group(2).strip())  # code keeps its characters verbatim
+        position = match.end()
+    pieces.append(_strip_inline(text[position:]))
+    return " ".join("".join(pieces).split())
+
+
+def _strip_inline(text: str) -> str:
+    for pattern, replacement in _INLINE_RULES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def plain_heading(heading: str) -> str:
+    """Given a heading's text (with or without its leading #s), return it as plain text."""
+    heading = _HTML_COMMENT.sub(" ", heading).strip()
+    heading = _ATX_CLOSE.sub("", _ATX_OPEN.sub("", heading))
+    return plain_inline(heading)
+
+
+def _blocks(body: str) -> Iterator[tuple[Literal["prose", "code"], str]]:
+    """Given a body, yield its blocks in order as (kind, raw text); lazily, since only the
+    first prose block matters."""
+    body = _HTML_COMMENT.sub("", body) if "<!--" in body else body
+    paragraph: list[str] = []
+    fence: tuple[str, list[str]] | None = None
+    for raw_line in body.split("\n"):
+        line = raw_line.rstrip("\r")
+        if fence is not None:
+            marker, code = fence
+            stripped = line.strip()
+            if stripped.startswith(marker) and stripped.strip(marker[0]) == "":
+                yield "code", "\n".join(code)
+                fence = None
+            else:
+                code.append(line)
+            continue
+        line = _BLOCKQUOTE.sub("", line)
+        fence_match = _FENCE.match(line)
+        boundary = (
+            not line.strip()
+            or fence_match is not None
+            or _ATX_OPEN.match(line) is not None
+            or _THEMATIC_BREAK.match(line) is not None
+            or (_SETEXT_UNDERLINE.match(line) is not None and bool(paragraph))
+            or _TABLE_DELIMITER.match(line) is not None and "|" in line
+        )
+        starts_unit = _LIST_ITEM.match(line) is not None or line.lstrip().startswith("|")
+        if (boundary or starts_unit) and paragraph:
+            yield "prose", "\n".join(paragraph)
+            paragraph = []
+        if fence_match is not None:
+            fence = (fence_match.group(1), [])
+        elif _ATX_OPEN.match(line):
+            yield "prose", _ATX_CLOSE.sub("", _ATX_OPEN.sub("", line))
+        elif not boundary:
+            if starts_unit:
+                line = _LIST_ITEM.sub("", line) if _LIST_ITEM.match(line) else _table_row(line)
+            paragraph.append(line)
+    if fence is not None:
+        yield "code", "\n".join(fence[1])
+    if paragraph:
+        yield "prose", "\n".join(paragraph)
+
+
+def _table_row(line: str) -> str:
+    cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+    return ", ".join(cell for cell in cells if cell)
+
+
+def _lead_block(body: str) -> str:
+    """Given a body, return the plain, redacted text of its first prose block (or of its first
+    code block when it has no prose); "" when it has neither."""
+    first_code: str | None = None
+    for kind, raw in _blocks(body):
+        if kind == "code":
+            if first_code is None and raw.strip():
+                first_code = raw
+            continue
+        text = redact(plain_inline(redact(raw)))
+        if text:
+            return text
+    if first_code is None:
+        return ""
+    return redact(" ".join(redact(first_code).split()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Sentences and cuts.
+
+_SENTENCE_END = re.compile(
+    r"[。！？；]+[」』”’）)\]\"']*"  # CJK: the mark ends the sentence wherever it is
+    r"|[.!?;]+[”’)\]\"']*(?=\s|$)"  # ASCII: only before a space or the end (3.14, lib/a.js)
+)
+_ABBREVIATIONS = frozenset(
+    {"e.g", "i.e", "vs", "cf", "mr", "mrs", "ms", "dr", "prof", "fig", "approx", "incl", "resp"}
+)
+
+
+def first_sentence(text: str) -> str:
+    """Given one block's plain text, return its first sentence (the whole block when no
+    sentence ends inside it)."""
+    for match in _SENTENCE_END.finditer(text):
+        if match.group().startswith("."):
+            word = text[: match.start()].rsplit(None, 1)[-1:] or [""]
+            if word[0].lower().lstrip("(\"'") in _ABBREVIATIONS:
+                continue
+        sentence = text[: match.end()].strip()
+        if sentence:
+            return sentence
+    return text.strip()
+
+
+def truncate(text: str, max_chars: int) -> str:
+    """Given a text and a limit, return the text if it fits, else its longest prefix that
+    ends on a grapheme boundary (preferring a nearby word boundary) plus "…", within the limit."""
+    if len(text) <= max_chars:
+        return text
+    if max_chars < 1:
+        return ""
+    budget = max_chars - len(ELLIPSIS)
+    cut = 0
+    for grapheme in _GRAPHEME.finditer(text):  # lazy: stops at the budget
+        if grapheme.end() > budget:
+            break
+        cut = grapheme.end()
+    if 0 < cut < len(text) and _in_word(text[cut - 1]) and _in_word(text[cut]):
+        space = text.rfind(" ", 0, cut)
+        if space >= budget * _WORD_BOUNDARY_MIN_SHARE:
+            cut = space
+    head = text[:cut].rstrip(" \t,;:、，；：—–-([（【")
+    return head + ELLIPSIS
+
+
+def _in_word(character: str) -> bool:
+    """Whether a character belongs to a space-separated word (not CJK, where every
+    character boundary is a word boundary)."""
+    return character.isalnum() and unicodedata.east_asian_width(character) not in ("W", "F")
+
+
+def extract_l0(heading: str | None, body: str, *, max_chars: int = 100) -> tuple[str, L0Source]:
+    """Given an entry's heading (None for a block outside any heading) and its body, return
+    its L0 abstract and the abstract's source; secrets are redacted before anything is cut."""
+    title = redact(plain_heading(heading)) if heading else ""
+    lead = _lead_block(body)
+    sentence = first_sentence(lead) if lead else ""
+    if title and is_abstract(title):
+        if len(title) > max_chars:
+            return truncate(title, max_chars), "truncate"
+        separator = " " if title.endswith((":", "：")) else _SEPARATOR
+        combined = f"{title}{separator}{sentence}"
+        if sentence and len(combined) <= max_chars:
+            return combined, "heading"
+        return title, "heading"
+    if sentence:
+        if len(sentence) <= max_chars:
+            return sentence, "firstSentence"
+        return truncate(lead, max_chars), "truncate"
+    if title:
+        # A date or number heading over an empty body is still all the entry says.
+        if len(title) > max_chars:
+            return truncate(title, max_chars), "truncate"
+        return title, "heading"
+    return "", "truncate"
