@@ -234,8 +234,15 @@ class FastEmbedder:
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         """Given passages, return float32 [n, dim], L2-normalised, passage prefix added."""
+        import numpy as np
+
         prefix = self.identity.passage_prefix
-        return self._embed([prefix + text for text in texts])
+        # Batches padded to their longest text: embedding in length order wastes no padding.
+        order = sorted(range(len(texts)), key=lambda position: len(texts[position]))
+        vectors = self._embed([prefix + texts[position] for position in order])
+        result = np.empty_like(vectors)
+        result[order] = vectors
+        return result
 
     def embed_query(self, text: str) -> np.ndarray:
         """Given a query, return float32 [dim], L2-normalised, query prefix added."""

@@ -1,0 +1,263 @@
+"""The SQLite store on real SQLite files: batches, the read API, recovery of bad files."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from carryd.index.store import SCHEMA_VERSION, Batch, Store, diagnose
+from carryd.index.sync import EntryRow, FileRecord
+
+IDENTITY = '{"dim":4,"name":"test"}'
+OTHER = '{"dim":4,"name":"other"}'
+
+
+def row(entry_id: str, path: str = "ws/a.md", workspace: str | None = "ws", **changes) -> EntryRow:
+    values = dict(
+        id=entry_id,
+        path=path,
+        workspace=workspace,
+        line_start=1,
+        line_end=2,
+        heading_path=("Top", "标题"),
+        l0="abstract " + entry_id,
+        l0_source="heading",
+        text_hash="t-" + entry_id,
+        l0_hash="l-" + entry_id,
+        slot=None,
+        doc_len=3,
+    )
+    values.update(changes)
+    return EntryRow(**values)
+
+
+def vector(*values: float) -> bytes:
+    return np.asarray(values, dtype=np.float32).tobytes()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / ".carryd" / "index.sqlite"
+
+
+@pytest.fixture
+def store(db: Path):
+    with Store.open(db) as opened:
+        opened.apply(
+            Batch(
+                upsert_entries=(
+                    row("mem_a"),
+                    row("mem_b", path="root.md", workspace=None, doc_len=5),
+                    row("mem_c", path="other/x.md", workspace="other", doc_len=1),
+                ),
+                postings=(
+                    ("mem_a", {"sqlite": 2, "wal": 1}),
+                    ("mem_b", {"sqlite": 1}),
+                    ("mem_c", {"carry": 1}),
+                ),
+                identity=IDENTITY,
+                vectors=(("mem_a", "l-mem_a", vector(1, 0, 0, 0)),),
+                upsert_files=(FileRecord("ws/a.md", 10, 5, "sha", 6),),
+            )
+        )
+        yield opened
+
+
+def test_a_new_store_starts_empty_at_generation_zero(db: Path):
+    with Store.open(db) as store:
+        assert store.recovered is None
+        assert store.counts() == {"files": 0, "entries": 0, "vectors": 0}
+        assert store.generation() == 0
+        assert store.lexical_stats() == (0, 0.0)
+        ids, matrix = store.vectors(IDENTITY)
+        assert ids == [] and matrix.shape == (0, 4) and matrix.dtype == np.float32
+        mode = store._read.execute("PRAGMA journal_mode").fetchone()[0]  # noqa: SLF001
+        assert mode == "wal"
+
+
+def test_read_api_shapes(store: Store):
+    assert store.generation() == 1
+    assert store.counts() == {"files": 1, "entries": 3, "vectors": 1}
+    assert [r.id for r in store.entries()] == ["mem_c", "mem_b", "mem_a"]  # by path
+    assert [r.id for r in store.entries("ws", all_workspaces=False)] == ["mem_b", "mem_a"]
+    assert [r.id for r in store.entries(None, all_workspaces=False)] == ["mem_b"]
+    assert store.entries_by_id(["mem_a", "mem_zzz"]) == {"mem_a": row("mem_a")}
+    assert store.postings(["sqlite", "carry", "absent"]) == {
+        "sqlite": {"mem_a": 2, "mem_b": 1},
+        "carry": {"mem_c": 1},
+    }
+    assert store.lexical_stats() == (3, 3.0)
+    assert store.doc_lengths(["mem_b", "mem_c", "nope"]) == {"mem_b": 5, "mem_c": 1}
+    ids, matrix = store.vectors(IDENTITY)
+    assert ids == ["mem_a"]
+    assert matrix.dtype == np.float32 and matrix.tolist() == [[1.0, 0.0, 0.0, 0.0]]
+    assert store.vectors(OTHER)[0] == []
+    assert store.file_records() == {"ws/a.md": FileRecord("ws/a.md", 10, 5, "sha", 6)}
+
+
+def test_deleting_an_entry_takes_its_postings_and_vector(store: Store):
+    generation = store.apply(Batch(delete_entries=("mem_a",)))
+    assert generation == 2
+    assert store.counts()["vectors"] == 0
+    assert store.postings(["wal", "sqlite"]) == {"sqlite": {"mem_b": 1}}
+
+
+def test_postings_are_replaced_per_entry(store: Store):
+    store.apply(Batch(postings=(("mem_a", {"new": 4}),)))
+    assert store.postings(["sqlite", "wal", "new"]) == {
+        "sqlite": {"mem_b": 1},
+        "new": {"mem_a": 4},
+    }
+    assert store.postings_lengths()["mem_a"] == 4
+
+
+def test_a_failing_batch_writes_nothing(store: Store):
+    with pytest.raises(sqlite3.IntegrityError):
+        store.apply(
+            Batch(
+                upsert_entries=(row("mem_new"),),
+                # the same (term, entry) twice violates the postings key
+                postings=(("mem_new", {"x": 1}), ("mem_new", {"x": 2})),
+            )
+        )
+    assert "mem_new" not in store.entries_by_id(["mem_new"])
+    assert store.generation() == 1
+
+
+def test_vectors_of_another_identity_are_dropped_only_when_asked(store: Store):
+    store.apply(Batch(identity=OTHER, vectors=(("mem_b", "l-mem_b", vector(0, 1, 0, 0)),)))
+    assert store.vector_identities() == {IDENTITY: 1, OTHER: 1}
+    store.apply(Batch(identity=OTHER, drop_other_identities=True))
+    assert store.vector_identities() == {OTHER: 1}
+
+
+def test_missing_vectors_and_vector_issues(store: Store):
+    assert [r.id for r in store.missing_vectors(IDENTITY)] == ["mem_c", "mem_b"]
+    store.apply(
+        Batch(
+            identity=IDENTITY,
+            vectors=(
+                ("mem_b", "l-old", vector(0, 1, 0, 0)),  # stale: embeds another L0
+                ("mem_c", "l-mem_c", vector(0, 1, 0)),  # wrong dim
+                ("mem_gone", "l-x", vector(0, 0, 1, 0)),  # orphaned
+            ),
+        )
+    )
+    issues = {(issue.kind, issue.entry_id) for issue in store.vector_issues(IDENTITY, 4)}
+    assert issues == {("stale", "mem_b"), ("wrong_dim", "mem_c"), ("orphaned", "mem_gone")}
+    # a corrupt width never breaks the matrix: the dominant width wins
+    ids, matrix = store.vectors(IDENTITY)
+    assert matrix.shape == (len(ids), 4)
+
+
+def test_file_paths_under_a_folder(store: Store):
+    store.apply(
+        Batch(
+            upsert_files=(
+                FileRecord("ws/sub/b.md", 1, 1, "s", 1),
+                FileRecord("wsx/c.md", 1, 1, "s", 1),
+            )
+        )
+    )
+    assert sorted(store.file_paths_under("ws")) == ["ws/a.md", "ws/sub/b.md"]
+    assert store.file_paths_under("ws/sub/") == ["ws/sub/b.md"]
+
+
+def test_the_store_holds_no_memory_text(store: Store):
+    columns = {
+        table: [info[1] for info in store._read.execute(f"PRAGMA table_info({table})")]  # noqa: SLF001
+        for table in ("entries", "vectors", "files", "postings")
+    }
+    assert not any(
+        name in ("text", "body", "content") for names in columns.values() for name in names
+    )
+
+
+def _aside(db: Path, kind: str) -> list[Path]:
+    return sorted(db.parent.glob(f"{db.name}.{kind}-*"))
+
+
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        (lambda db: db.write_bytes(b"this is not a database" * 100), "bad header"),
+        (lambda db: db.write_bytes(b""), "truncated"),
+        (lambda db: db.write_bytes(db.read_bytes()[:60]), "truncated"),
+        (lambda db: db.write_bytes(db.read_bytes()[: len(db.read_bytes()) // 2]), "corrupt"),
+    ],
+    ids=["garbage", "empty", "header-cut", "half"],
+)
+def test_a_corrupt_index_is_moved_aside_and_rebuilt(store: Store, db: Path, damage, why):
+    store.close()
+    _checkpoint(db)
+    damage(db)
+    with Store.open(db) as reopened:
+        assert reopened.recovered and "moved to index.sqlite.corrupt-" in reopened.recovered
+        assert why in reopened.recovered
+        assert reopened.counts() == {"files": 0, "entries": 0, "vectors": 0}
+    assert len(_aside(db, "corrupt")) == 1
+    assert diagnose(db) is None
+
+
+def test_an_index_of_another_schema_version_is_moved_aside(db: Path):
+    db.parent.mkdir(parents=True)
+    with sqlite3.connect(db) as connection:
+        connection.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+        connection.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION + 1,))
+    connection.close()
+    with Store.open(db) as store:
+        assert store.recovered and f"schema version {SCHEMA_VERSION + 1}" in store.recovered
+        assert store.counts()["entries"] == 0
+    [aside] = _aside(db, "old-schema")
+    assert sqlite3.connect(aside).execute("SELECT value FROM meta").fetchone() == (
+        str(SCHEMA_VERSION + 1),
+    )
+
+
+def test_a_foreign_database_is_moved_aside_not_deleted(db: Path):
+    db.parent.mkdir(parents=True)
+    with sqlite3.connect(db) as connection:
+        connection.execute("CREATE TABLE notes (x)")
+    connection.close()
+    with Store.open(db) as store:
+        assert store.recovered and "no meta table" in store.recovered
+    assert len(_aside(db, "old-schema")) == 1
+
+
+def test_a_wal_left_without_its_database_is_moved_aside(store: Store, db: Path):
+    store.apply(Batch(upsert_entries=(row("mem_z"),)))
+    wal = db.with_name(db.name + "-wal")
+    assert wal.exists()
+    kept = wal.read_bytes()
+    store.close()
+    wal.write_bytes(kept)  # closing checkpoints; put a WAL back, then lose the database
+    db.unlink()
+    with Store.open(db) as reopened:
+        assert reopened.counts()["entries"] == 0
+    assert list(db.parent.glob(f"{db.name}.orphan-*-wal"))
+
+
+def test_recover_reopens_in_place_after_the_file_goes_bad(store: Store, db: Path):
+    store.close()
+    db.write_bytes(b"garbage" * 50)
+    message = store.recover()
+    assert message and "corrupt" in message
+    assert store.counts()["entries"] == 0
+    store.apply(Batch(upsert_entries=(row("mem_new"),)))
+    assert store.counts()["entries"] == 1
+
+
+def test_two_stores_on_one_file_see_each_others_commits(store: Store, db: Path):
+    with Store.open(db) as second:
+        second.apply(Batch(upsert_entries=(row("mem_second"),)))
+        assert "mem_second" in store.entries_by_id(["mem_second"])
+        assert store.generation() == second.generation() == 2
+
+
+def _checkpoint(db: Path) -> None:
+    with sqlite3.connect(db) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()
