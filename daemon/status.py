@@ -313,7 +313,10 @@ def carry_report(
 def status_report(settings: Settings, *, now: float | None = None) -> dict[str, Any]:
     """Given settings, return the whole status (the JSON `carryd status --json` prints)."""
     from carryd.daemon.control import request
+    from carryd.index.errors import ConfigError
 
+    if not settings.root_path.is_dir():
+        raise ConfigError(f"root {settings.root_path}: not a folder (pass --root DIR)")
     now = time.time() if now is None else now
     live = None
     with contextlib.suppress(OSError):

@@ -1,0 +1,242 @@
+"""`carryd status` without a daemon: carry freshness, fallback, model probe, exit codes, daemon.json."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from carryd.daemon.cli import main
+from carryd.daemon.config import ModelSettings, Settings
+from carryd.daemon.status import (
+    DaemonState,
+    carry_report,
+    pid_alive,
+    probe_model,
+    read_state,
+    render_text,
+    status_report,
+)
+
+
+def make_settings(root: Path, model_path: str = "") -> Settings:
+    return Settings(root=str(root), model=dataclasses.replace(ModelSettings(), model_path=model_path))
+
+
+def write_source(root: Path, relative: str, mtime: float, text: str = "# Note\nbody\n") -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    os.utime(path, (mtime, mtime))
+    return path
+
+
+def write_carry(root: Path, workspace: str, mtime: float, *, fallback: bool = False) -> bytes:
+    carry_dir = root / ".carryd" / "carry"
+    carry_dir.mkdir(parents=True, exist_ok=True)
+    data = f"carry of {workspace}\n".encode()
+    manifest = {
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "fallback": fallback,
+        "reason": "ledger unreadable" if fallback else None,
+    }
+    (carry_dir / f"{workspace}.md").write_bytes(data)
+    (carry_dir / f"{workspace}.json").write_text(json.dumps(manifest))
+    for name in (f"{workspace}.md", f"{workspace}.json"):
+        os.utime(carry_dir / name, (mtime, mtime))
+    return data
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    write_source(root, "MEMORY.md", 1000)
+    write_source(root, "proj/notes.md", 1000)
+    write_source(root, "proj/PLAN.md", 1100)
+    write_source(root, "proj/node_modules/x.md", 9999)  # ignored folder: never a source
+    write_source(root, ".carryd/carry/other.md", 9999)  # carryd's state: never a source
+    return root
+
+
+@pytest.mark.parametrize(
+    ("newest_source", "checked_at", "stale", "behind"),
+    [
+        (1100, None, False, 0.0),  # carry (2000) newer than every source
+        (2500, None, True, 500.0),  # a source edited after the carry
+        (2500, 3000, False, 0.0),  # ...but the daemon re-planned it later and found no change
+        (3500, 3000, True, 500.0),
+    ],
+)
+def test_carry_freshness(
+    root: Path, newest_source: float, checked_at: float | None, stale: bool, behind: float
+) -> None:
+    settings = make_settings(root)
+    data = write_carry(root, "proj", 2000)
+    write_source(root, "proj/handoff/LEDGER.md", newest_source)
+    report = carry_report(settings, "proj", checked_at=checked_at, now=4000)
+    assert report["exists"]
+    assert report["bytes"] == len(data)
+    assert report["sha256"] == hashlib.sha256(data).hexdigest()
+    assert report["fallback"] is False
+    assert report["stale"] is stale
+    assert report["behind_seconds"] == behind
+    assert report["newest_source"]["path"] == (
+        "proj/handoff/LEDGER.md" if newest_source > 1100 else "proj/PLAN.md"
+    )
+    assert report["age_seconds"] == 4000 - max(2000, checked_at or 0)
+
+
+def test_root_level_memory_and_the_sidecar_count_as_sources(root: Path) -> None:
+    settings = make_settings(root)
+    write_carry(root, "proj", 2000)
+    write_source(root, "MEMORY.md", 2100)
+    assert carry_report(settings, "proj", checked_at=None, now=3000)["newest_source"]["path"] == "MEMORY.md"
+    write_source(root, "proj/handoff/sidecar.json", 2200, text="{}")
+    report = carry_report(settings, "proj", checked_at=None, now=3000)
+    assert report["newest_source"]["path"] == "proj/handoff/sidecar.json"
+    assert report["stale"]
+
+
+def test_missing_carry(root: Path) -> None:
+    report = carry_report(make_settings(root), "proj", checked_at=None, now=0)
+    assert not report["exists"] and report["stale"]
+    assert report["reason"] == "no carry file yet"
+
+
+def test_model_probe(tmp_path: Path) -> None:
+    assert probe_model(make_settings(tmp_path)) is None  # the default model: judged by the daemon
+    assert "does not exist" in (probe_model(make_settings(tmp_path, str(tmp_path / "nope"))) or "")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "no .onnx" in (probe_model(make_settings(tmp_path, str(empty))) or "")
+    (empty / "model.onnx").write_bytes(b"x")
+    assert probe_model(make_settings(tmp_path, str(empty))) is None
+
+
+def test_status_report_healthy_then_stale_fallback_and_degraded(root: Path, tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.onnx").write_bytes(b"x")
+    settings = make_settings(root, str(model))
+    write_carry(root, "proj", 2000)
+    report = status_report(settings, now=3000)
+    assert report["healthy"], report["problems"]
+    assert report["daemon"]["running"] is False
+    assert report["counts"] is None  # no index yet
+    assert [c["workspace"] for c in report["carries"]] == ["proj"]
+
+    write_source(root, "proj/notes.md", 2500)
+    report = status_report(settings, now=3000)
+    assert not report["healthy"]
+    assert report["problems"] == ["carry proj: stale (proj/notes.md is newer by 500.0 s)"]
+
+    write_carry(root, "proj", 2600, fallback=True)
+    report = status_report(settings, now=3000)
+    assert report["problems"] == ["carry proj: fallback (ledger unreadable)"]
+
+    write_carry(root, "proj", 2600)
+    (model / "model.onnx").unlink()
+    report = status_report(settings, now=3000)
+    assert report["model"]["degraded"] and not report["model"]["loaded"]
+    assert report["problems"][0].startswith("model degraded: model folder")
+    assert "DEGRADED" in render_text(report, now=3000)
+
+
+def test_a_new_workspace_without_carry_is_unhealthy(root: Path) -> None:
+    settings = make_settings(root)
+    write_carry(root, "proj", 2000)
+    (root / "fresh-ws").mkdir()
+    report = status_report(settings, now=3000)
+    assert report["problems"] == ["carry fresh-ws: missing"]
+
+
+def test_daemon_json_of_a_dead_daemon_reads_as_not_running(root: Path) -> None:
+    settings = make_settings(root)
+    state = DaemonState(settings, pid=2**22 + 12345, clock=lambda: 1000.0)
+    state.update(state="running")
+    assert read_state(settings)["pid"] == 2**22 + 12345
+    assert not pid_alive(2**22 + 12345)
+    report = status_report(settings, now=1100)
+    assert report["daemon"]["running"] is False
+    assert report["daemon"]["pid"] is None
+
+
+def test_daemon_json_of_a_live_daemon_still_starting(root: Path) -> None:
+    settings = make_settings(root)
+    DaemonState(settings, clock=lambda: 1000.0).update(state="starting")
+    report = status_report(settings, now=1100)
+    assert report["daemon"] == {
+        **report["daemon"],
+        "running": True,
+        "answering": False,
+        "pid": os.getpid(),
+        "state": "starting",
+        "uptime_seconds": 100.0,
+    }
+    assert "control socket not answering" in render_text(report, now=1100)
+
+
+@dataclasses.dataclass(frozen=True)
+class FakeReport:
+    """A sync report's JSON face, as `SyncReport.to_json()` gives it."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"files": 3, "entries": 9, "embedded": 1, "removed": 0, "unchanged": 2,
+                "degraded": None, "problems": [{"path": "x.md", "reason": "binary"}]}
+
+
+@dataclasses.dataclass(frozen=True)
+class FakeCarry:
+    workspace: str
+    changed: bool
+    fallback: bool = False
+    reason: str | None = None
+
+
+def test_daemon_state_records_syncs_atomically(root: Path) -> None:
+    settings = make_settings(root)
+    now = [1000.0]
+    state = DaemonState(settings, queued=lambda: 4, clock=lambda: now[0])
+    now[0] = 1010.0
+    state.record_sync(
+        kind="batch", paths=2, events=7, report=FakeReport(),
+        carries=[FakeCarry("proj", True)], seconds=0.25,
+    )
+    state.record_sync(kind="reconcile", paths=None, events=0, report=None, carries=[], seconds=1.5)
+    state.record_error("batch of 1 paths", OSError("x.md: unreadable"))
+    recorded = read_state(settings)
+    assert recorded is not None
+    assert recorded["syncs"] == 1 and recorded["reconciles"] == 1 and recorded["events"] == 7
+    assert recorded["queued"] == 4
+    assert recorded["carries_checked"] == {"proj": 1010.0}
+    assert recorded["last_sync"]["kind"] == "reconcile"
+    assert recorded["last_error"]["message"] == "OSError: x.md: unreadable"
+    assert sorted(p.name for p in (root / ".carryd").iterdir()) == ["carry", "daemon.json"]
+    snapshot = state.snapshot()
+    assert snapshot["uptime_seconds"] == 10.0
+
+
+def test_cli_status_json_and_exit_codes(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_carry(root, "proj", 2000)
+    assert main(["status", "--json", "--root", str(root)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["healthy"] and report["carries"][0]["stale"] is False
+    write_source(root, "proj/PLAN.md", 2500)
+    assert main(["status", "--root", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert "daemon: not running" in out and "STALE" in out
+
+
+def test_status_counts_an_existing_index(root: Path) -> None:
+    from carryd.index.store import Store
+
+    settings = make_settings(root)
+    with Store.open(settings.db_path):
+        pass
+    report = status_report(settings, now=0)
+    assert report["counts"] == {"files": 0, "entries": 0, "vectors": 0}
