@@ -1,0 +1,248 @@
+"""The whole carry from its inputs: segments, order, budgets, redaction, memory, determinism."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from carryd.carry.render import (
+    ANCHORS_HEADING,
+    MEMORY_HEADING,
+    CarryBudgets,
+    CarryInputs,
+    build_carry,
+    recall_query,
+)
+from carryd.carry.select import MemorySelectionPolicy
+from carryd.daemon.config import DEFAULT_DISCIPLINE
+from carryd.index.errors import PromptBudgetError
+
+LEDGER = """\
+# Handoff ledger
+
+## Task status
+- Refund flow: contract tests 14/17 passing.
+- ✅ Webhook signature verification merged.
+
+## Goal
+Make the refund flow pass all 17 contract tests, then delete `lib/payments/legacy.js`.
+
+## Tried approaches and failure reasons
+- ❌ Retrying refunds inside the webhook handler: Stripe times out after 10 s and resends,
+  which produced double refunds. Failed.
+- ❌ Using the order total for partial refunds: wrong when a coupon was applied.
+- ✅ Queueing refunds in `refund_jobs` and acknowledging the webhook at once: solved.
+
+## Progress and next steps
+- [ ] Compute partial refunds from line items, not from the order total.
+- [ ] Fix `ERR_REFUND_CURRENCY_MISMATCH` in the multi-currency contract test.
+"""
+
+PLAN = """\
+# Webshop checkout rewrite
+
+## Current state
+- Checkout service moved to `services/checkout/`.
+- Next milestone: remove the legacy adapter.
+
+## History
+- 2026-10-02: split the cart from the monolith.
+"""
+
+AWS = "AKIAIOSFODNN7EXAMPLE"
+GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    "MIIEowIBAAKCAQEA1c2Tg1JYbGq3nB0x7m8K9ZqLr4T5uVwXyZ0a1B2c3D4e5F6g\n"
+    "-----END RSA PRIVATE KEY-----"
+)
+SECRETS = (AWS, GITHUB, "MIIEowIBAAKCAQEA", "BEGIN RSA PRIVATE KEY")
+
+
+def inputs(**changes: object) -> CarryInputs:
+    base = CarryInputs(
+        workspace="webshop",
+        discipline=DEFAULT_DISCIPLINE,
+        ledger_path="webshop/handoff/LEDGER.md",
+        plan_path="webshop/PLAN.md",
+        ledger_text=LEDGER,
+        plan_text=PLAN,
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def hit(
+    memory_id: str, path: str, workspace: str | None, confidence: float, l0: str
+) -> dict[str, object]:
+    return {
+        "id": memory_id,
+        "workspace": workspace,
+        "path": path,
+        "line_start": 4,
+        "line_end": 6,
+        "l0": l0,
+        "l0_source": "heading",
+        "score": 0.03,
+        "confidence": confidence,
+        "decision": "inject",
+    }
+
+
+def decisions(plan) -> dict[str, tuple[str, str]]:  # type: ignore[no-untyped-def]
+    return {d.name: (d.status, d.reason) for d in plan.segment_decisions}
+
+
+def test_the_carry_has_its_segments_in_order_within_budget() -> None:
+    plan = build_carry(inputs())
+    text = plan.text
+    assert text.startswith(DEFAULT_DISCIPLINE + "\n\n")  # I1: the discipline's bytes come first
+    order = [
+        text.index(ANCHORS_HEADING),
+        text.index("# Handoff ledger (`webshop/handoff/LEDGER.md`)"),
+        text.index("# Plan: current state (`webshop/PLAN.md`)"),
+        text.index("# How to read more"),
+    ]
+    assert order == sorted(order)
+    assert decisions(plan) == {
+        "discipline": ("selected", "required"),
+        "notice": ("dropped", "empty"),
+        "anchors": ("selected", "fits"),
+        "ledger": ("selected", "fits"),
+        "plan": ("selected", "fits"),
+        "memory": ("dropped", "empty"),
+        "trailer": ("selected", "required"),
+    }
+    assert "- 2026-10-02" not in text  # the plan's history stays out; its anchor stays in
+    assert "| webshop/PLAN.md:" in text
+    assert text.endswith("(paths relative to the memory root).\n")
+    assert plan.used_chars == len(text) <= 18_000
+    assert "carryd expand <id>" in text
+
+
+def test_recall_query_is_goal_then_next_steps() -> None:
+    query = recall_query(inputs())
+    assert query.startswith("Make the refund flow pass all 17 contract tests")
+    assert "ERR_REFUND_CURRENCY_MISMATCH" in query
+    assert "Stripe times out" not in query
+    assert recall_query(inputs(ledger_text=None)) == ""
+
+
+def test_a_workspace_without_ledger_and_plan_gets_a_short_carry_saying_so() -> None:
+    plan = build_carry(inputs(ledger_text=None, plan_text=None))
+    assert "> Workspace `webshop` has no handoff ledger (`webshop/handoff/LEDGER.md`) and no " in (
+        plan.text
+    )
+    assert len(plan.text) < 1_500
+    assert decisions(plan)["notice"] == ("selected", "required")
+
+
+def test_plan_without_ledger_says_which_is_missing() -> None:
+    plan = build_carry(inputs(ledger_text=None))
+    assert "has no handoff ledger (`webshop/handoff/LEDGER.md`) yet." in plan.text
+    assert "# Plan: current state" in plan.text
+
+
+def test_secrets_never_reach_the_carry() -> None:
+    ledger = LEDGER.replace(
+        "## Goal\n", f"## Goal\nDeploy with key {AWS} and token {GITHUB}.\n\n{PEM}\n\n"
+    )
+    plan_text = PLAN.replace("## History", f"- token = {GITHUB}\n\n## History")
+    memory = (
+        hit("mem_" + "1" * 32, "webshop/notes.md", "webshop", 0.9, f"aws key {AWS}"),
+        hit("mem_" + "2" * 32, "MEMORY.md", None, 0.9, f"github {GITHUB}"),
+    )
+    plan = build_carry(
+        inputs(ledger_text=ledger, plan_text=plan_text, recall_hits=memory),
+        CarryBudgets(memory=MemorySelectionPolicy(min_score=0.5)),
+    )
+    for secret in SECRETS:
+        assert secret not in plan.text
+    assert "[redacted:" in plan.text
+    assert decisions(plan)["memory"] == ("selected", "fits")
+    for secret in SECRETS:
+        assert secret not in recall_query(inputs(ledger_text=ledger))
+
+
+def test_recalled_memory_is_selected_by_s15_and_excludes_what_the_carry_holds() -> None:
+    notes = "mem_" + "a" * 32
+    default = "mem_" + "b" * 32
+    other = "mem_" + "c" * 32
+    in_ledger = "mem_" + "d" * 32
+    weak = "mem_" + "e" * 32
+    hits = (
+        hit(in_ledger, "webshop/handoff/LEDGER.md", "webshop", 0.95, "Goal"),
+        hit(default, "MEMORY.md", None, 0.9, "I usually prefer Python for scripts"),
+        hit(notes, "webshop/notes.md", "webshop", 0.7, "All automation is TypeScript"),
+        hit(other, "tooling/PLAN.md", "tooling", 0.99, "Migrating shell setup to fish"),
+        hit(weak, "webshop/logs/a.md", "webshop", 0.2, "Flaky checkout test"),
+    )
+    slots = {notes: "preference:automation-language", default: "preference:automation-language"}
+    plan = build_carry(inputs(recall_hits=hits, slots=slots))
+    reasons = {d.memory_id: (d.reason, d.winner_id) for d in plan.memory_decisions}
+    assert reasons == {
+        notes: ("selected", None),
+        default: ("authority_loser", notes),
+        other: ("scope_mismatch", None),
+        weak: ("low_confidence", None),
+    }
+    assert plan.memory_excluded == (in_ledger,)
+    assert f'{MEMORY_HEADING}\n<recalled_memory>\n<memory_hit id="{notes}"' in plan.text
+    assert 'authority="workspace_override" slot="preference:automation-language"' in plan.text
+    assert "prefer Python" not in plan.text
+
+
+def test_a_tight_total_cuts_the_ledger_by_weight_and_keeps_required() -> None:
+    full = build_carry(inputs())
+    tight = build_carry(inputs(), CarryBudgets(total_chars=1_400))
+    assert len(tight.text) <= 1_400
+    assert tight.text.startswith(DEFAULT_DISCIPLINE)
+    assert "# How to read more" in tight.text
+    assert len(tight.text) < len(full.text)
+    assert decisions(tight)["plan"][1] in ("over_budget", "fits")
+    assert decisions(tight)["ledger"] == ("selected", "fits")
+    assert "more → webshop/handoff/LEDGER.md:" in tight.text  # a cut leaves a pointer
+
+
+def test_required_segments_that_do_not_fit_raise() -> None:
+    with pytest.raises(PromptBudgetError):
+        build_carry(inputs(), CarryBudgets(total_chars=len(DEFAULT_DISCIPLINE)))
+
+
+def test_a_big_anchor_table_keeps_the_rows_that_fit() -> None:
+    plan_text = "# Plan\n\n## Current state\nok\n\n" + "".join(
+        f"## Step {number}\nDetails of step {number}.\n\n" for number in range(200)
+    )
+    plan = build_carry(inputs(plan_text=plan_text), CarryBudgets(total_chars=9_000))
+    assert len(plan.text) <= 9_000
+    assert 0 < plan.anchors_shown < plan.anchors_total
+    assert f"+{plan.anchors_total - plan.anchors_shown} more anchors" in plan.text
+
+
+def test_duplicate_ledger_titles_use_the_last_ledger() -> None:
+    older = "# Handoff ledger 2026-11-01\n\n## Goal\nAn old goal nobody wants.\n\n"
+    plan = build_carry(inputs(ledger_text=older + LEDGER))
+    assert "An old goal nobody wants" not in plan.text
+    assert "Make the refund flow pass" in plan.text
+    assert any("ledger titles" in warning for warning in plan.warnings)
+    assert "webshop/handoff/LEDGER.md:1-" not in plan.text  # no anchor into the stale ledger
+
+
+def test_a_ledger_without_known_sections_is_carried_by_lines() -> None:
+    text = "Some notes\n" + "".join(f"line {number}\n" for number in range(3_000))
+    plan = build_carry(inputs(ledger_text=text), CarryBudgets(total_chars=6_000))
+    assert "Some notes\nline 0\n" in plan.text
+    assert "more lines → webshop/handoff/LEDGER.md:" in plan.text
+    assert any("no known section headings" in warning for warning in plan.warnings)
+    assert len(plan.text) <= 6_000
+
+
+def test_an_invalid_sidecar_is_a_warning_not_an_error() -> None:
+    plan = build_carry(inputs(sidecar_text="{not json"))
+    assert plan.text == build_carry(inputs()).text
+    assert any(warning.startswith("sidecar:") for warning in plan.warnings)
+
+
+def test_rendering_is_deterministic() -> None:
+    hits = (hit("mem_" + "a" * 32, "webshop/notes.md", "webshop", 0.7, "TypeScript"),)
+    first = build_carry(inputs(recall_hits=hits))
+    assert build_carry(inputs(recall_hits=hits)) == first
