@@ -199,6 +199,7 @@ _NUMBERING = re.compile(
 )
 _TRAILING_PAREN = re.compile(r"\s*\([^()]*\)\s*$")
 _EMPHASIS = re.compile(r"[*_`~]+")
+_TRAILING_PUNCTUATION = re.compile(r"[:;,.。]+$")
 
 
 def normalize_heading(text: str) -> str:
@@ -217,7 +218,7 @@ def normalize_heading(text: str) -> str:
         if stripped == folded or not stripped:
             break
         folded = stripped
-    return folded.strip().rstrip(":;,.。,;").strip()
+    return _TRAILING_PUNCTUATION.sub("", folded.strip()).strip()
 
 
 def _section_table(names: SectionNames) -> dict[str, SectionKind]:
@@ -282,9 +283,7 @@ _MARKER_PATTERNS: tuple[tuple[ItemKind, MarkerContext, str], ...] = (
     ("meta", "cjk", r"元指令"),
 )
 _MARKERS = re.compile(
-    "|".join(
-        f"(?P<k{index}>{pattern})" for index, (_, _, pattern) in enumerate(_MARKER_PATTERNS)
-    )
+    "|".join(f"(?P<k{index}>{pattern})" for index, (_, _, pattern) in enumerate(_MARKER_PATTERNS))
 )
 _IDEOGRAPH = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _ITEM_START = re.compile(

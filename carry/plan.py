@@ -126,7 +126,7 @@ def split_plan(text: str) -> PlanParts:
                     "\n".join(lines[block.line_start - 1 : block.line_end]),
                     block.line_start,
                     block.line_end,
-                    "other" if block.kind == "comment" else block.kind,
+                    block.kind,
                 )
             )
         previous_mode = mode

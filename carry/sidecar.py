@@ -138,9 +138,7 @@ def parse_sidecar(raw: str | bytes | None) -> tuple[Sidecar | None, str | None]:
 
 
 _REF = re.compile(r"(?:^|:)L?(\d{1,9})(?:\s*[-–]\s*L?(\d{1,9}))?$")
-_LEADING = re.compile(
-    r"^(?:\s*(?:[-*+]|\d+[.)])\s+)?(?:\[[ xX]\]\s*)?(?:[✅✔☑✓❌✘✗✖☐]\ufe0f?\s*)*"
-)
+_LEADING = re.compile(r"^(?:\s*(?:[-*+]|\d+[.)])\s+)?(?:\[[ xX]\]\s*)?(?:[✅✔☑✓❌✘✗✖☐]\ufe0f?\s*)*")
 
 
 def _normalize(text: str) -> str:

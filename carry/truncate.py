@@ -89,9 +89,7 @@ def render_section(section: LedgerSection, items: Sequence[LedgerItem], pointer:
     return block
 
 
-def _dropped_runs(
-    items: Sequence[LedgerItem], kept: set[int]
-) -> tuple[int, list[tuple[int, int]]]:
+def _dropped_runs(items: Sequence[LedgerItem], kept: set[int]) -> tuple[int, list[tuple[int, int]]]:
     runs: list[tuple[int, int]] = []
     count = 0
     open_run = False
@@ -196,7 +194,12 @@ def truncate_ledger(ledger: Ledger, budget_chars: int, *, path: str) -> LedgerCu
         if len(full) + separator <= shares[kind]:
             blocks[kind] = full
             cuts[kind] = SectionCut(
-                kind, shares[kind] - separator, len(full), len(by_kind[kind].items), 0, None,
+                kind,
+                shares[kind] - separator,
+                len(full),
+                len(by_kind[kind].items),
+                0,
+                None,
                 shares[kind] - separator,
             )
             surplus += shares[kind] - len(full) - separator

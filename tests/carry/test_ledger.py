@@ -5,9 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from carryd.carry.ledger import (
     Ledger,
     SectionNames,
@@ -18,6 +15,8 @@ from carryd.carry.ledger import (
     source_lines,
 )
 from carryd.daemon.config import LedgerSections
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 @pytest.mark.parametrize(
@@ -196,8 +195,12 @@ def test_repeated_section_is_merged_with_a_warning() -> None:
 
 
 def test_configured_names() -> None:
-    names = SectionNames(status=("现状",), goal=("要做什么",), tried=("踩过的坑",), next=("接下来",))
-    ledger = parse_ledger("## 现状\n- a\n## 要做什么\n- b\n## 踩过的坑\n- c\n## 接下来\n- d\n", names=names)
+    names = SectionNames(
+        status=("现状",), goal=("要做什么",), tried=("踩过的坑",), next=("接下来",)
+    )
+    ledger = parse_ledger(
+        "## 现状\n- a\n## 要做什么\n- b\n## 踩过的坑\n- c\n## 接下来\n- d\n", names=names
+    )
     assert [section.kind for section in ledger.sections] == ["status", "goal", "tried", "next"]
     # The configured names replace the Chinese defaults (English short aliases stay).
     assert parse_ledger("## 任务状态\n- a\n", names=names).sections == ()

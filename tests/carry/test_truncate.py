@@ -5,12 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from carryd.carry.ledger import LedgerItem, parse_ledger
 from carryd.carry.truncate import WEIGHTS, render_section, truncate_ledger
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 PATH = "proj/handoff/LEDGER.md"
 
@@ -84,7 +82,7 @@ REALISTIC_LEDGER = """\
 - 已完成：redact 覆盖 carry 与 manifest（AWS key / GitHub token / 私钥块）。
 - Meta: keep commits small; commit only our own paths.
 - [ ] 性能：8000 字符账本解析 < 5 ms。
-"""
+"""  # noqa: E501 (real ledger lines are long)
 
 
 def cuts(budget: int) -> dict[str, tuple[int, int, int, bool]]:
@@ -155,7 +153,9 @@ def test_cut_sections_end_with_a_pointer_to_the_dropped_lines() -> None:
     assert tried_block.endswith(f"\n+4 more → {PATH}:49-50,52-53")
     # Items keep their kind markers, and display order is canonical, not budget order.
     assert "- ✅ 方案 C" in cut.text and "- ❌ 方案 A" in cut.text
-    positions = [cut.text.index(h) for h in ("## 1. 任务状态", "## 2. 目标", "## 3. 已试", "## 4. 进度")]
+    positions = [
+        cut.text.index(h) for h in ("## 1. 任务状态", "## 2. 目标", "## 3. 已试", "## 4. 进度")
+    ]
     assert positions == sorted(positions)
 
 

@@ -8,7 +8,6 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-
 from carryd.daemon.archive import archive_plans, cmd_plan
 from carryd.daemon.cli import main
 from carryd.daemon.config import Settings
@@ -65,9 +64,8 @@ def test_archive_moves_history_losslessly_and_is_idempotent(tmp_path: Path) -> N
 
     plan = (root / "proj" / "PLAN.md").read_text(encoding="utf-8")
     archive = (root / "proj" / "handoff" / "archive" / "PLAN-history.md").read_text("utf-8")
-    assert (
-        plan
-        == "# PLAN — proj\n\n## 当前状态\n- P6 进行中\n\n## 下一步\n- plan archive\n\n# 附录\ntail\n"
+    assert plan == (
+        "# PLAN — proj\n\n## 当前状态\n- P6 进行中\n\n## 下一步\n- plan archive\n\n# 附录\ntail\n"
     )
     assert archive.startswith("## Archived from PLAN.md on 2026-09-10\n\n## 历史\n### 2.2.5\n")
     assert nonblank(PLAN) - (nonblank(plan) + nonblank(archive)) == Counter()  # nothing lost
