@@ -95,7 +95,12 @@ def _modes(blocks: Sequence[Block]) -> list[PlanMode]:
     return modes
 
 
-def _join_units(units: Sequence[PlanUnit]) -> str:
+def join_units(units: Sequence[PlanUnit]) -> str:
+    """Given current-state units, return them joined as `PlanParts.current` is joined.
+
+    Adjacent units (no blank line between them in the file) join with one newline, others
+    with a blank line. A caller that rewrites unit texts (redaction) rebuilds `current` with it.
+    """
     parts: list[str] = []
     previous: PlanUnit | None = None
     for unit in units:
@@ -132,7 +137,7 @@ def split_plan(text: str) -> PlanParts:
         previous_mode = mode
     history = "\n\n".join("\n".join(lines[start - 1 : end]) for start, end in history_runs)
     return PlanParts(
-        current=_join_units(units),
+        current=join_units(units),
         current_lines=(units[0].line_start, units[-1].line_end) if units else None,
         history=history,
         history_blocks=tuple(history_runs),
@@ -225,7 +230,7 @@ def _render_cut(
     units: Sequence[PlanUnit], unit_lines: Sequence[Sequence[str]], cut: tuple[int, int, str]
 ) -> str:
     index, taken, pointer = cut
-    head = _join_units(units[:index])
+    head = join_units(units[:index])
     last = "\n".join(unit_lines[index][:taken])
     if index > 0:
         head += "\n" * _separator_length(units[index - 1], units[index])

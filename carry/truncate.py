@@ -21,6 +21,7 @@ order (status, goal, tried, next), whatever the budget order. The ledger file is
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -89,21 +90,17 @@ def render_section(section: LedgerSection, items: Sequence[LedgerItem], pointer:
     return block
 
 
-def _dropped_runs(items: Sequence[LedgerItem], kept: set[int]) -> tuple[int, list[tuple[int, int]]]:
+def _dropped_runs(
+    items: Sequence[LedgerItem], kept: Sequence[int]
+) -> tuple[int, list[tuple[int, int]]]:
+    """Given the items and the ascending indices kept, return the dropped count and line runs."""
     runs: list[tuple[int, int]] = []
-    count = 0
-    open_run = False
-    for index, item in enumerate(items):
-        if index in kept:
-            open_run = False
-            continue
-        count += 1
-        if open_run:
-            runs[-1] = (runs[-1][0], item.line_end)
-        else:
-            runs.append((item.line_start, item.line_end))
-            open_run = True
-    return count, runs
+    start = 0
+    for index in [*kept, len(items)]:
+        if index > start:
+            runs.append((items[start].line_start, items[index - 1].line_end))
+        start = index + 1
+    return len(items) - len(kept), runs
 
 
 def _priority(items: Sequence[LedgerItem]) -> list[int]:
@@ -112,26 +109,37 @@ def _priority(items: Sequence[LedgerItem]) -> list[int]:
     return sorted(range(len(items)), key=lambda index: (-(items[index].weight or 0.0), index))
 
 
-def _shown_length(
-    section: LedgerSection, kept: Sequence[bool], path: str
-) -> tuple[int, str | None]:
-    """Given which items are kept, return the block's length and its pointer (no string built)."""
-    length = len(section.heading)
-    previous: LedgerItem | None = None
-    for item, keep in zip(section.items, kept, strict=True):
-        if not keep:
-            continue
-        if previous is None:
-            length += 1
-        else:
-            length += 1 if previous.block == "list" and item.block == "list" else 2
-        length += len(item.text)
-        previous = item
-    count, runs = _dropped_runs(section.items, {i for i, keep in enumerate(kept) if keep})
-    if not count:
-        return length, None
-    pointer = pointer_line(count, path, runs)
-    return length + 1 + len(pointer), pointer
+def _separator(items: Sequence[LedgerItem], before: int, after: int) -> int:
+    return 1 if items[before].block == "list" and items[after].block == "list" else 2
+
+
+def _added_length(items: Sequence[LedgerItem], kept: Sequence[int], index: int) -> int:
+    """Given the ascending kept indices, return how much showing item `index` adds."""
+    position = bisect.bisect_left(kept, index)
+    previous = kept[position - 1] if position > 0 else None
+    following = kept[position] if position < len(kept) else None
+    added = len(items[index].text)
+    if previous is None and following is None:
+        return added + 1  # the newline after the heading
+    if previous is None:
+        assert following is not None
+        return added + _separator(items, index, following)
+    if following is None:
+        return added + _separator(items, previous, index)
+    return (
+        added
+        + _separator(items, previous, index)
+        + _separator(items, index, following)
+        - _separator(items, previous, following)
+    )
+
+
+def _pointer_for(items: Sequence[LedgerItem], kept: Sequence[int], path: str) -> str | None:
+    count, runs = _dropped_runs(items, kept)
+    return pointer_line(count, path, runs) if count else None
+
+
+MAX_PACKING_PASSES = 3
 
 
 def cut_section(
@@ -140,31 +148,40 @@ def cut_section(
     """Given a section and a char budget, return its block (None when left out) and its cut.
 
     Whole items, greedily in priority order (sidecar weight, then document order), each taken
-    when the block with it — pointer included — still fits; passes repeat until nothing more
-    fits, so a small later item fills the room a big one leaves.
+    when the block with it — pointer included — still fits; a few passes repeat this (the
+    pointer shrinks as items come in), so a small later item fills the room a big one leaves.
     """
     items = section.items
     full = render_section(section, items, None)
     if len(full) <= budget:
         return full, SectionCut(section.kind, budget, len(full), len(items), 0, None, share)
-    kept = [False] * len(items)
-    if _shown_length(section, kept, path)[0] > budget:
+    kept: list[int] = []  # ascending indices of the items shown
+    body = len(section.heading)  # heading + shown items + their separators
+    nothing = _pointer_for(items, kept, path)
+    if body + (1 + len(nothing) if nothing else 0) > budget:
         cut = SectionCut(section.kind, budget, 0, 0, len(items), None, share, omitted=True)
         return None, cut
     order = _priority(items)
-    changed = True
-    while changed:
+    for _ in range(MAX_PACKING_PASSES):
         changed = False
         for index in order:
-            if kept[index]:
+            position = bisect.bisect_left(kept, index)
+            if position < len(kept) and kept[position] == index:
                 continue
-            kept[index] = True
-            if _shown_length(section, kept, path)[0] <= budget:
+            added = _added_length(items, kept, index)
+            if body + added > budget:
+                continue
+            kept.insert(position, index)
+            pointer = _pointer_for(items, kept, path)
+            if body + added + (1 + len(pointer) if pointer else 0) <= budget:
+                body += added
                 changed = True
             else:
-                kept[index] = False
-    _, pointer = _shown_length(section, kept, path)
-    shown = [item for item, keep in zip(items, kept, strict=True) if keep]
+                kept.pop(position)
+        if not changed:
+            break
+    pointer = _pointer_for(items, kept, path)
+    shown = [items[index] for index in kept]
     block = render_section(section, shown, pointer)
     dropped = len(items) - len(shown)
     return block, SectionCut(section.kind, budget, len(block), len(shown), dropped, pointer, share)
