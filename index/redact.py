@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -162,7 +163,7 @@ def _merge(found: list[tuple[int, int, int]]) -> list[Secret]:
 
 _PLACEHOLDER = re.compile(
     r"""(?ix)^(
-        \*+ | x{3,} | \.{3} | … | -+ | _+ | <[^>]*> | \$\{?[A-Za-z_][A-Za-z0-9_]*\}? | \{\{.*\}\}
+        \*+ | x{3,} | \.{3} | … | -+ | _+ | <.* | \$\{?[A-Za-z_][A-Za-z0-9_]*\}? | \{\{.*\}\}
         | %\(?[A-Za-z_]*\)?s? | null | none | nil | true | false | empty | redacted | hidden
         | required | optional | string | your[_-]?\w* | changeme_placeholder
     )$"""
@@ -174,7 +175,12 @@ def _not_placeholder(value: str) -> bool:
 
 
 def _password_value(value: str) -> bool:
-    return _not_placeholder(value) and not re.search(r"[(\[{]", value)
+    """Not a placeholder, not a code expression, not CJK prose (密码：请看保险库)."""
+    return (
+        _not_placeholder(value)
+        and not re.search(r"[(\[{]", value)
+        and not all(unicodedata.east_asian_width(character) in ("W", "F") for character in value)
+    )
 
 
 def _token_value(value: str) -> bool:
@@ -226,7 +232,7 @@ _TOKEN_NAMES = (
     r"|secret|token)s?"
 )
 
-_OWN_RULES: tuple[_Rule, ...] = (
+_TOKEN_RULES: tuple[_Rule, ...] = (
     # Whole key blocks, from BEGIN to END (or to the end of the text when END is missing).
     _Rule(
         "private_key",
@@ -275,6 +281,11 @@ _OWN_RULES: tuple[_Rule, ...] = (
         ),
         triggers=("eyj",),
     ),
+    # (detect-secrets' fixed-shape patterns come here, see _rules)
+)
+
+# Values after a name: a secret only by where it stands, so any token rule names it first.
+_KEYWORD_RULES: tuple[_Rule, ...] = (
     _Rule(
         "aws_secret_key",
         re.compile(
@@ -408,7 +419,8 @@ _DETECT_SECRETS: tuple[tuple[str, str, tuple[_Borrowed, ...]], ...] = (
 
 @cache
 def _rules() -> tuple[_Rule, ...]:
-    """Given nothing, return every rule: own specific ones, detect-secrets', then fallbacks."""
+    """Given nothing, return every rule, most specific first: own token shapes,
+    detect-secrets' token shapes, name = value assignments, the bare AWS-secret fallback."""
     import importlib
 
     borrowed: list[_Rule] = []
@@ -432,4 +444,4 @@ def _rules() -> tuple[_Rule, ...]:
                         long_token=not use.triggers,
                     )
                 )
-    return (*_OWN_RULES, *borrowed, *_FALLBACK_RULES)
+    return (*_TOKEN_RULES, *borrowed, *_KEYWORD_RULES, *_FALLBACK_RULES)
