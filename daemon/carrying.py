@@ -1,0 +1,628 @@
+"""Write each workspace's carry file and its manifest (the shell around `carryd.carry.render`).
+
+For one workspace: read PLAN.md, handoff/LEDGER.md and handoff/sidecar.json; ask recall for the
+ledger's goal and next steps (an in-process `Recaller`, or the daemon's warm one); build the
+carry (pure); write `<root>/.carryd/carry/<workspace>.md` and `<workspace>.json` atomically
+(temp file in the same folder, fsync, `os.replace`), and skip the write when the bytes are
+unchanged.
+
+I4 — the host is never left without a carry: any failure in any step (an unreadable ledger,
+recall raising, a missing or corrupt index, a bug) is caught at ONE boundary, `_build`, logged
+with the path and reason, and the carry becomes the ancestor's flat injection; the manifest
+says `fallback: true` and why. Should even that fail, a minimal carry (discipline, a notice,
+the trailer) is written. The one exception is `--max-chars`: a caller asking for a smaller
+budget gets `PromptBudgetError` when the required segments alone do not fit.
+
+The `.md` holds no timestamps and no absolute paths; those go to the manifest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime
+import hashlib
+import json
+import logging
+import os
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from carryd.carry.flat import FLAT_NOTE, FlatInputs, build_flat_carry, trailer
+from carryd.carry.ledger import SectionNames
+from carryd.carry.planner import SegmentDecision
+from carryd.carry.render import CarryBudgets, CarryInputs, CarryPlan, build_carry, recall_query
+from carryd.carry.select import MemoryDecision, MemorySelectionPolicy
+from carryd.index.errors import IndexCorrupt, PromptBudgetError, UsageError
+from carryd.index.redact import redact
+
+if TYPE_CHECKING:
+    from carryd.daemon.config import Settings
+    from carryd.daemon.recalling import Recaller
+    from carryd.index.store import Store
+
+log = logging.getLogger(__name__)
+
+MANIFEST_VERSION = 1
+
+
+@dataclass(frozen=True)
+class CarryResult:
+    workspace: str
+    path: Path  # the carry file
+    changed: bool  # the .md bytes changed (and were written)
+    sha256: str
+    bytes: int
+    fallback: bool
+    reason: str | None  # why the carry fell back (None when it did not)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file a carry is planned from: root-relative path, sha256, size and mtime."""
+
+    path: str
+    sha256: str
+    size: int
+    mtime: float
+
+
+@dataclass(frozen=True)
+class BuiltCarry:
+    """One workspace's carry, built but not written, with everything its manifest records."""
+
+    workspace: str
+    text: str
+    fallback: bool
+    reason: str | None
+    budgets: CarryBudgets
+    sources: tuple[SourceFile, ...]
+    query: str
+    recall_degraded: str | None
+    plan: CarryPlan | None  # the planned carry (None when it fell back)
+    segment_decisions: tuple[SegmentDecision, ...]
+    warnings: tuple[str, ...]
+
+
+# --- workspaces -------------------------------------------------------------------------------
+
+
+def list_workspaces(settings: Settings) -> list[str]:
+    """Given settings, return the root's workspaces: its top-level folders, sorted.
+
+    carryd's state folder, the ignored folder names and hidden folders are not workspaces.
+    """
+    root = settings.root_path
+    skip = {settings.index.state_dir, *settings.index.ignore_dirs}
+    try:
+        children = list(root.iterdir())
+    except OSError as error:
+        log.warning("%s: cannot list the memory root: %s", root, error.strerror or error)
+        return []
+    names = [
+        child.name
+        for child in children
+        if child.name not in skip and not child.name.startswith(".") and child.is_dir()
+    ]
+    return sorted(names)
+
+
+def budgets_from_settings(settings: Settings, *, max_chars: int | None = None) -> CarryBudgets:
+    """Given settings (and an optional smaller total), return the carry's budgets."""
+    carry = settings.carry
+    return CarryBudgets(
+        total_chars=carry.total_chars if max_chars is None else max_chars,
+        ledger_chars=carry.ledger_chars,
+        plan_chars=carry.plan_chars,
+        memory=MemorySelectionPolicy(
+            min_score=carry.memory_min_confidence,
+            top_k=carry.memory_top_k,
+            max_chars=carry.memory_max_chars,
+            max_tokens=carry.memory_max_tokens,
+        ),
+    )
+
+
+# --- building ---------------------------------------------------------------------------------
+
+
+class _RecallSource:
+    """The recaller for a run over one or more workspaces: given, or opened once on first use.
+
+    Opening it can fail (no index, a corrupt one); the failure is remembered, so every
+    workspace of the run falls back for the same reason instead of retrying.
+    """
+
+    def __init__(self, settings: Settings, store: Store | None, recaller: Recaller | None) -> None:
+        self._settings = settings
+        self._store = store
+        self._recaller = recaller
+        self._opened: Store | None = None
+        self._failure: Exception | None = None
+
+    def get(self) -> tuple[Recaller, Store]:
+        if self._failure is not None:
+            raise self._failure
+        try:
+            if self._store is None:
+                self._store = self._open_store()
+            if self._recaller is None:
+                from carryd.daemon.indexing import load_embedder_for
+                from carryd.daemon.recalling import Recaller
+
+                embedder, degraded = load_embedder_for(self._settings)
+                self._recaller = Recaller(self._settings, self._store, embedder, degraded)
+        except Exception as error:  # noqa: BLE001 — remembered and re-raised into _build's boundary
+            self._failure = error
+            raise
+        return self._recaller, self._store
+
+    def _open_store(self) -> Store:
+        from carryd.daemon.indexing import open_store
+
+        db_path = self._settings.db_path
+        if not db_path.exists():
+            # Recall without an index would silently find nothing; say so instead.
+            raise IndexCorrupt(
+                f"{db_path}: no index: run `carryd index` (or the daemon) to build it"
+            )
+        store = open_store(self._settings)
+        self._opened = store
+        if store.recovered:
+            raise IndexCorrupt(f"{db_path}: index was unusable: {store.recovered}")
+        return store
+
+    def close(self) -> None:
+        if self._opened is not None:
+            self._opened.close()
+            self._opened = None
+
+
+def build_workspace_carry(
+    settings: Settings,
+    workspace: str,
+    *,
+    max_chars: int | None = None,
+    store: Store | None = None,
+    recaller: Recaller | None = None,
+) -> BuiltCarry:
+    """Given a workspace, return its carry (planned, or the flat fallback) without writing it.
+
+    With `max_chars` the carry is planned under that smaller total budget and
+    PromptBudgetError propagates when its required segments alone do not fit.
+    """
+    _check_workspace(settings, workspace)
+    source = _RecallSource(settings, store, recaller)
+    try:
+        return _build(settings, workspace, source, max_chars=max_chars)
+    finally:
+        source.close()
+
+
+def _build(
+    settings: Settings, workspace: str, source: _RecallSource, *, max_chars: int | None
+) -> BuiltCarry:
+    budgets = budgets_from_settings(settings, max_chars=max_chars)
+    paths = _relative_paths(settings, workspace)
+    try:
+        return _planned(settings, workspace, source, budgets, paths)
+    except PromptBudgetError:
+        if max_chars is not None:
+            raise  # the caller asked for a budget the required segments cannot meet
+        reason = "the required segments do not fit carry.total_chars"
+        log.warning("%s: carry falls back to flat injection: %s", workspace, reason)
+        return _flat(settings, workspace, budgets, paths, reason)
+    except Exception as error:  # noqa: BLE001 — I4: the one boundary; never leave a host without a carry
+        reason = redact(f"{type(error).__name__}: {error}")
+        log.warning(
+            "%s: carry falls back to flat injection: %s",
+            settings.root_path / workspace,
+            reason,
+        )
+        return _flat(settings, workspace, budgets, paths, reason)
+
+
+def _check_workspace(settings: Settings, workspace: str) -> None:
+    """Given a workspace name, raise UsageError unless it is a top-level folder of the root."""
+    if not workspace or "/" in workspace or "\\" in workspace or workspace in (".", ".."):
+        raise UsageError(f"{workspace!r} is not a workspace name (a top-level folder of the root)")
+    if not (settings.root_path / workspace).is_dir():
+        raise UsageError(f"{settings.root_path / workspace}: no such workspace folder")
+
+
+def _relative_paths(settings: Settings, workspace: str) -> dict[str, str]:
+    carry = settings.carry
+    return {
+        "ledger": f"{workspace}/{carry.ledger_file}",
+        "plan": f"{workspace}/{carry.plan_file}",
+        "sidecar": f"{workspace}/{carry.sidecar_file}",
+    }
+
+
+def _planned(
+    settings: Settings,
+    workspace: str,
+    source: _RecallSource,
+    budgets: CarryBudgets,
+    paths: Mapping[str, str],
+) -> BuiltCarry:
+    root = settings.root_path
+    sources: list[SourceFile] = []
+    ledger_text = _read_text(root, paths["ledger"], sources)
+    plan_text = _read_text(root, paths["plan"], sources)
+    warnings: list[str] = []
+    sidecar_text = _read_sidecar(root, paths["sidecar"], sources, warnings)
+    inputs = CarryInputs(
+        workspace=workspace,
+        discipline=settings.carry.discipline,
+        ledger_path=paths["ledger"],
+        plan_path=paths["plan"],
+        ledger_text=ledger_text,
+        plan_text=plan_text,
+        sidecar_text=sidecar_text,
+        section_names=SectionNames(**dataclasses.asdict(settings.carry.sections)),
+    )
+    query = recall_query(inputs)
+    degraded: str | None = None
+    if query:
+        recaller, store = source.get()
+        limit = max(settings.recall.limit, 4 * settings.carry.memory_top_k)
+        answer = recaller.recall(query, workspace=workspace, limit=limit, min_confidence=0)
+        hits = tuple(answer.get("hits") or ())
+        degraded = answer.get("degraded")
+        rows = store.entries_by_id(sorted({str(hit["id"]) for hit in hits}))
+        slots = {entry_id: row.slot for entry_id, row in sorted(rows.items()) if row.slot}
+        inputs = dataclasses.replace(inputs, recall_hits=hits, slots=slots)
+    plan = build_carry(inputs, budgets)
+    text = plan.text
+    if redact(text) != text:  # I3, belt and braces: a secret formed across segment borders
+        raise ValueError("the planned carry still held a secret after redaction")
+    return BuiltCarry(
+        workspace=workspace,
+        text=text,
+        fallback=False,
+        reason=None,
+        budgets=budgets,
+        sources=tuple(sources),
+        query=query,
+        recall_degraded=degraded,
+        plan=plan,
+        segment_decisions=plan.segment_decisions,
+        warnings=(*warnings, *plan.warnings),
+    )
+
+
+def _flat(
+    settings: Settings,
+    workspace: str,
+    budgets: CarryBudgets,
+    paths: Mapping[str, str],
+    reason: str,
+) -> BuiltCarry:
+    """Given why the planned carry failed, return the flat-injection carry (never raises)."""
+    root = settings.root_path
+    sources: list[SourceFile] = []
+    ledger_text = _read_lenient(root, paths["ledger"], sources)
+    plan_text = _read_lenient(root, paths["plan"], sources)
+    flat_inputs = FlatInputs(
+        workspace=workspace,
+        discipline=settings.carry.discipline,
+        plan_text=plan_text,
+        ledger_text=ledger_text,
+        plan_path=paths["plan"],
+        ledger_path=paths["ledger"],
+    )
+    decisions: tuple[SegmentDecision, ...] = ()
+    try:
+        flat = build_flat_carry(
+            flat_inputs,
+            total_chars=budgets.total_chars,
+            plan_chars=budgets.plan_chars,
+            ledger_chars=budgets.ledger_chars,
+        )
+        text, decisions = flat.text, flat.decisions
+    except Exception as error:  # noqa: BLE001 — I4: even the fallback failing must leave a carry
+        reason = f"{reason}; flat injection failed too: {type(error).__name__}: {error}"
+        log.warning("%s: minimal carry written: %s", root / workspace, reason)
+        closing = trailer(workspace, ledger_path=paths["ledger"], plan_path=paths["plan"])
+        text = f"{settings.carry.discipline}\n\n{FLAT_NOTE}\n\n{closing}\n"
+    return BuiltCarry(
+        workspace=workspace,
+        text=text,
+        fallback=True,
+        reason=redact(reason),
+        budgets=budgets,
+        sources=tuple(sources),
+        query="",
+        recall_degraded=None,
+        plan=None,
+        segment_decisions=decisions,
+        warnings=(),
+    )
+
+
+def _source_file(relative: str, data: bytes, stat: os.stat_result) -> SourceFile:
+    return SourceFile(relative, hashlib.sha256(data).hexdigest(), len(data), stat.st_mtime)
+
+
+def _read_text(root: Path, relative: str, sources: list[SourceFile]) -> str | None:
+    """Given a source's path, return its text (None when absent); unreadable or not UTF-8 raises."""
+    path = root / relative
+    if not path.exists() and not path.is_symlink():
+        return None
+    data = path.read_bytes()
+    sources.append(_source_file(relative, data, path.stat()))
+    return data.decode("utf-8-sig")
+
+
+def _read_sidecar(
+    root: Path, relative: str, sources: list[SourceFile], warnings: list[str]
+) -> str | None:
+    """Given the sidecar's path, return its text; any problem is a warning, never an error."""
+    path = root / relative
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        data = path.read_bytes()
+        sources.append(_source_file(relative, data, path.stat()))
+        return data.decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as error:
+        warnings.append(f"sidecar: {relative}: ignored: {error}")
+        return None
+
+
+def _read_lenient(root: Path, relative: str, sources: list[SourceFile]) -> str | None:
+    """Given a source's path, return its text with bad bytes replaced (None if unreadable)."""
+    path = root / relative
+    try:
+        data = path.read_bytes()
+        sources.append(_source_file(relative, data, path.stat()))
+    except OSError:
+        return None
+    return data.decode("utf-8-sig", errors="replace")
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+def write_carry(
+    settings: Settings,
+    workspace: str,
+    *,
+    store: Store | None = None,
+    recaller: Recaller | None = None,
+) -> CarryResult:
+    """Given a workspace, (re)write its carry and manifest; return what happened."""
+    return write_carries(settings, [workspace], store=store, recaller=recaller)[0]
+
+
+def write_carries(
+    settings: Settings,
+    workspaces: Iterable[str] | None = None,
+    *,
+    store: Store | None = None,
+    recaller: Recaller | None = None,
+) -> list[CarryResult]:
+    """Given workspaces (None: all of them), (re)write their carries; return one result each.
+
+    One recaller serves every workspace of the call (the one passed in, or one opened here
+    on first need and closed at the end).
+    """
+    names = list_workspaces(settings) if workspaces is None else sorted(set(workspaces))
+    for workspace in names:
+        _check_workspace(settings, workspace)
+    source = _RecallSource(settings, store, recaller)
+    results: list[CarryResult] = []
+    try:
+        for workspace in names:
+            built = _build(settings, workspace, source, max_chars=None)
+            results.append(_write(settings, built))
+    finally:
+        source.close()
+    return results
+
+
+def _write(settings: Settings, built: BuiltCarry) -> CarryResult:
+    carry_path = settings.carry_dir / f"{built.workspace}.md"
+    manifest_path = settings.carry_dir / f"{built.workspace}.json"
+    data = built.text.encode("utf-8")
+    digest = hashlib.sha256(data).hexdigest()
+    changed = _read_existing(carry_path) != data
+    manifest = manifest_of(settings, built, sha256=digest, size=len(data))
+    if changed:
+        _atomic_write(carry_path, data)
+    if changed or _manifest_outdated(manifest_path, manifest):
+        _atomic_write(manifest_path, _manifest_bytes(manifest))
+    return CarryResult(
+        workspace=built.workspace,
+        path=carry_path,
+        changed=changed,
+        sha256=digest,
+        bytes=len(data),
+        fallback=built.fallback,
+        reason=built.reason,
+    )
+
+
+def _read_existing(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _manifest_outdated(path: Path, manifest: Mapping[str, Any]) -> bool:
+    """Given the manifest's path and the new manifest, return whether it must be written.
+
+    Only when it is missing, unreadable, or says something else than the new one apart from
+    its timestamp (sources touched, a decision moved): an unchanged carry is not rewritten.
+    """
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True
+    if not isinstance(old, dict):
+        return True
+    new = json.loads(_manifest_bytes(manifest))  # compare as JSON, as it would be stored
+    old.pop("generated_at", None)
+    new.pop("generated_at", None)
+    return bool(old != new)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Given a path and bytes, write them so a reader sees the old file or the new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    with contextlib.suppress(OSError):
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+
+
+# --- the manifest -----------------------------------------------------------------------------
+
+
+def manifest_of(settings: Settings, built: BuiltCarry, *, sha256: str, size: int) -> dict[str, Any]:
+    """Given a built carry and its hash, return its manifest (every string redacted)."""
+    plan = built.plan
+    memory: dict[str, Any] = {
+        "query": built.query,
+        "degraded": built.recall_degraded,
+        "decisions": [_memory_json(d) for d in plan.memory_decisions] if plan else [],
+        "excluded_already_in_carry": list(plan.memory_excluded) if plan else [],
+    }
+    budgets = built.budgets
+    manifest: dict[str, Any] = {
+        "manifest_version": MANIFEST_VERSION,
+        "workspace": built.workspace,
+        "carry": f"{settings.index.state_dir}/carry/{built.workspace}.md",
+        "sha256": sha256,
+        "bytes": size,
+        "chars": len(built.text),
+        "fallback": built.fallback,
+        "reason": built.reason,
+        "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "carryd_version": _version(),
+        "budgets": {
+            "total_chars": budgets.total_chars,
+            "ledger_chars": budgets.ledger_chars,
+            "plan_chars": budgets.plan_chars,
+            "memory": dataclasses.asdict(budgets.memory),
+        },
+        "sources": [dataclasses.asdict(source) for source in built.sources],
+        "segments": [dataclasses.asdict(decision) for decision in built.segment_decisions],
+        "anchors": {
+            "shown": plan.anchors_shown if plan else 0,
+            "total": plan.anchors_total if plan else 0,
+        },
+        "memory": memory,
+        "warnings": list(built.warnings),
+    }
+    redacted: dict[str, Any] = _redacted(manifest)
+    return redacted
+
+
+def _memory_json(decision: MemoryDecision) -> dict[str, Any]:
+    return dataclasses.asdict(decision)
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, Mapping):
+        return {key: _redacted(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redacted(item) for item in value]
+    return value
+
+
+def _manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
+    return (json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode()
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("carryd")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+def cmd_carry(args: argparse.Namespace, settings: Settings) -> int:
+    """`carryd carry [--workspace W] [--print] [--max-chars N]`."""
+    workspace: str | None = getattr(args, "workspace", None)
+    max_chars: int | None = getattr(args, "max_chars", None)
+    if max_chars is not None and max_chars < 0:
+        raise UsageError(f"--max-chars must not be negative, got {max_chars}")
+    existing = list_workspaces(settings)
+    if workspace is not None and workspace not in existing:
+        known = ", ".join(existing) or "none"
+        raise UsageError(
+            f"no workspace {workspace!r} in {settings.root_path} (workspaces: {known})"
+        )
+    if getattr(args, "print_", False):
+        if workspace is None:
+            if len(existing) != 1:
+                known = ", ".join(existing) or "none"
+                raise UsageError(
+                    f"--print needs --workspace W when the root has {len(existing)} "
+                    f"workspaces (workspaces: {known})"
+                )
+            workspace = existing[0]
+        built = build_workspace_carry(settings, workspace, max_chars=max_chars)
+        if built.fallback:
+            print(f"carryd: {workspace}: flat fallback: {built.reason}", file=sys.stderr)
+        _print_text(built.text)
+        return 0
+    if max_chars is not None:
+        raise UsageError("--max-chars plans a carry to print: use it with --print")
+    results = write_carries(settings, None if workspace is None else [workspace])
+    if not results:
+        print(f"no workspaces in {settings.root_path}")
+    for result in results:
+        print(_summary(result))
+    return 0
+
+
+def _summary(result: CarryResult) -> str:
+    state = "written" if result.changed else "unchanged"
+    line = f"{result.workspace}: {state}, {result.bytes} bytes → {result.path}"
+    if result.fallback:
+        line += f" (flat fallback: {result.reason})"
+    return line
+
+
+def _print_text(text: str) -> None:
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is not None:
+        sys.stdout.flush()
+        buffer.write(text.encode("utf-8"))
+        buffer.flush()
+    else:
+        sys.stdout.write(text)
+
+
+def carry_paths(settings: Settings, workspace: str) -> tuple[Path, Path]:
+    """Given a workspace, return its carry file and manifest paths."""
+    return settings.carry_dir / f"{workspace}.md", settings.carry_dir / f"{workspace}.json"

@@ -1,0 +1,355 @@
+"""Writing carries end to end: real files, real index, real model (no stand-ins).
+
+Covers the manifest, redaction of planted secrets in the .md AND the manifest, skipped
+writes, every fallback path (unreadable ledger, a directory in its place, a corrupt index, a
+missing index) still writing a carry with its reason, and the `carryd carry` command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from carryd.daemon.carrying import (
+    build_workspace_carry,
+    list_workspaces,
+    write_carries,
+    write_carry,
+)
+from carryd.daemon.cli import main
+from carryd.daemon.config import DEFAULT_DISCIPLINE, Settings, load_settings
+from carryd.index.errors import UsageError
+
+AWS = "AKIAIOSFODNN7EXAMPLE"
+GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    "MIIEowIBAAKCAQEA1c2Tg1JYbGq3nB0x7m8K9ZqLr4T5uVwXyZ0a1B2c3D4e5F6g\n"
+    "-----END RSA PRIVATE KEY-----"
+)
+SECRETS = (AWS, GITHUB, "MIIEowIBAAKCAQEA", "BEGIN RSA PRIVATE KEY")
+
+FILES = {
+    "MEMORY.md": """\
+# Personal defaults
+
+## Automation language
+<!-- slot: preference:automation-language -->
+I usually prefer Python for scripts and automation; Bash only for one-liners.
+
+## Commit style
+Write commit messages that say why, not what.
+""",
+    "webshop/notes.md": f"""\
+# Webshop conventions
+
+## Automation language
+<!-- slot: preference:automation-language -->
+In this repository all automation is TypeScript (`scripts/*.ts`, run with tsx).
+
+## Refund deploy key {AWS}
+Refunds are deployed with the key above; the GitHub token is {GITHUB}.
+
+## Money
+Amounts are integers in minor units (cents) everywhere; never floats.
+""",
+    "webshop/logs/2026-11-28.md": """\
+# 2026-11-28
+
+## Refund currency mismatch
+The multi-currency contract test fails with ERR_REFUND_CURRENCY_MISMATCH because the refund
+is created in the shop's default currency while the charge was in EUR.
+""",
+    "webshop/PLAN.md": f"""\
+# Webshop checkout rewrite
+
+## Current state
+- Checkout service moved from the monolith to `services/checkout/`.
+- Stripe webhooks verified with the signing secret; deploy token = {GITHUB}
+- Next milestone: remove the legacy adapter once the refund flow passes its contract tests.
+
+## History
+- 2026-10-02: split the cart from the monolith; sessions now live in Redis.
+""",
+    "webshop/handoff/LEDGER.md": f"""\
+# Handoff ledger
+
+## Task status
+- Refund flow: contract tests 14/17 passing.
+
+## Goal
+Make the refund flow pass all 17 contract tests (refund currency, automation scripts).
+Deploy with {AWS}.
+
+{PEM}
+
+## Tried approaches and failure reasons
+- ❌ Retrying refunds inside the webhook handler: Stripe times out after 10 s. Failed.
+- ✅ Queueing refunds in `refund_jobs`: solved the timeouts.
+
+## Progress and next steps
+- [ ] Fix `ERR_REFUND_CURRENCY_MISMATCH` in the multi-currency contract test.
+- [ ] Write the refund automation script: which automation language for scripts?
+""",
+    "tooling/PLAN.md": """\
+# Dotfiles
+
+## Current state
+Migrating shell setup from zsh to fish.
+""",
+}
+
+
+def make_root(root: Path, files: dict[str, str] = FILES) -> Path:
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def settings_for(root: Path) -> Settings:
+    return load_settings(None, root=root)
+
+
+def indexed(root: Path) -> Settings:
+    from carryd.daemon.indexing import sync_root
+
+    settings = settings_for(root)
+    report = sync_root(settings)
+    assert report.degraded is None, report.degraded
+    return settings
+
+
+@pytest.fixture
+def memory_root(tmp_path: Path, use_model: Path) -> Settings:
+    return indexed(make_root(tmp_path / "memory"))
+
+
+def manifest(settings: Settings, workspace: str) -> dict:  # type: ignore[type-arg]
+    return json.loads((settings.carry_dir / f"{workspace}.json").read_text(encoding="utf-8"))
+
+
+def test_list_workspaces_skips_state_ignored_and_hidden_folders(tmp_path: Path) -> None:
+    root = make_root(tmp_path)
+    for name in (".carryd", ".git", "node_modules", ".hidden", "zeta"):
+        (root / name).mkdir(exist_ok=True)
+    (root / "file.md").write_text("x", encoding="utf-8")
+    assert list_workspaces(settings_for(root)) == ["tooling", "webshop", "zeta"]
+
+
+def test_write_carries_writes_carry_and_manifest(memory_root: Settings) -> None:
+    results = write_carries(memory_root)
+    assert [(r.workspace, r.changed, r.fallback) for r in results] == [
+        ("tooling", True, False),
+        ("webshop", True, False),
+    ]
+    webshop = results[1]
+    text = webshop.path.read_text(encoding="utf-8")
+    assert text.startswith(DEFAULT_DISCIPLINE + "\n\n")
+    assert "# Handoff ledger (`webshop/handoff/LEDGER.md`)" in text
+    assert "<recalled_memory>" in text
+    assert str(memory_root.root_path) not in text  # no absolute paths in the .md
+    data = manifest(memory_root, "webshop")
+    assert data["sha256"] == webshop.sha256 and data["bytes"] == webshop.bytes
+    assert data["fallback"] is False and data["reason"] is None
+    assert {source["path"] for source in data["sources"]} == {
+        "webshop/handoff/LEDGER.md",
+        "webshop/PLAN.md",
+    }
+    assert all(len(source["sha256"]) == 64 for source in data["sources"])
+    assert {d["name"] for d in data["segments"]} == {
+        "discipline", "notice", "anchors", "ledger", "plan", "memory", "trailer",
+    }  # fmt: skip
+    assert data["generated_at"] and data["carryd_version"]
+    assert data["budgets"]["total_chars"] == 18_000
+    reasons = {d["memory_id"]: d["reason"] for d in data["memory"]["decisions"]}
+    assert "selected" in reasons.values()
+    assert data["memory"]["query"].startswith("Make the refund flow pass")
+    # Ledger and plan entries are in the carry already: not recalled a second time.
+    assert data["memory"]["excluded_already_in_carry"]
+    assert data["anchors"]["shown"] == data["anchors"]["total"] > 0
+
+
+def test_slot_conflict_is_decided_by_authority_end_to_end(tmp_path: Path, use_model: Path) -> None:
+    root = make_root(tmp_path / "memory")
+    config = tmp_path / "config.toml"
+    # A low gate so that both automation-language entries reach the conflict stage.
+    config.write_text("[carry]\nmemory_min_confidence = 0.02\n", encoding="utf-8")
+    from carryd.daemon.indexing import sync_root
+
+    settings = load_settings(config, root=root)
+    sync_root(settings)
+    result = write_carry(settings, "webshop")
+    decisions = manifest(settings, "webshop")["memory"]["decisions"]
+    by_slot = {
+        (d["authority"], d["reason"]): d
+        for d in decisions
+        if d["slot"] == "preference:automation-language"
+    }
+    assert set(by_slot) == {("workspace_override", "selected"), ("user_default", "authority_loser")}
+    loser = by_slot[("user_default", "authority_loser")]
+    assert loser["winner_id"] == by_slot[("workspace_override", "selected")]["memory_id"]
+    text = result.path.read_text(encoding="utf-8")
+    assert "all automation is TypeScript" in text and "prefer Python" not in text
+
+
+def test_planted_secrets_reach_neither_carry_nor_manifest(memory_root: Settings) -> None:
+    write_carries(memory_root)
+    for workspace in ("webshop", "tooling"):
+        carry = (memory_root.carry_dir / f"{workspace}.md").read_text(encoding="utf-8")
+        raw_manifest = (memory_root.carry_dir / f"{workspace}.json").read_text(encoding="utf-8")
+        for secret in SECRETS:
+            assert secret not in carry, (workspace, secret)
+            assert secret not in raw_manifest, (workspace, secret)
+    carry = (memory_root.carry_dir / "webshop.md").read_text(encoding="utf-8")
+    assert "[redacted:aws_access_key]" in carry
+    assert "[redacted:private_key]" in carry
+
+
+def test_unchanged_carry_is_not_rewritten(memory_root: Settings) -> None:
+    first = write_carry(memory_root, "webshop")
+    carry_path = memory_root.carry_dir / "webshop.md"
+    manifest_path = memory_root.carry_dir / "webshop.json"
+    stamps = (carry_path.stat().st_mtime_ns, manifest_path.stat().st_mtime_ns)
+    second = write_carry(memory_root, "webshop")
+    assert first.changed and not second.changed
+    assert second.sha256 == first.sha256
+    assert (carry_path.stat().st_mtime_ns, manifest_path.stat().st_mtime_ns) == stamps
+    manifest_path.unlink()
+    third = write_carry(memory_root, "webshop")
+    assert not third.changed and manifest_path.is_file()  # a missing manifest comes back
+    assert carry_path.stat().st_mtime_ns == stamps[0]
+    leftovers = [p.name for p in memory_root.carry_dir.iterdir() if p.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+def test_a_changed_ledger_rewrites_the_carry(memory_root: Settings) -> None:
+    before = write_carry(memory_root, "webshop")
+    ledger = memory_root.root_path / "webshop/handoff/LEDGER.md"
+    ledger.write_text(
+        ledger.read_text(encoding="utf-8") + "- [ ] One more step.\n", encoding="utf-8"
+    )
+    after = write_carry(memory_root, "webshop")
+    assert after.changed and after.sha256 != before.sha256
+    assert "One more step." in after.path.read_text(encoding="utf-8")
+
+
+def assert_fallback(settings: Settings, workspace: str, reason_part: str) -> str:
+    result = write_carry(settings, workspace)
+    assert result.fallback, result
+    assert reason_part in (result.reason or "")
+    text = result.path.read_text(encoding="utf-8")
+    assert text.startswith(DEFAULT_DISCIPLINE + "\n\n")
+    assert "flat fallback" in text and "carryd expand <id>" in text
+    assert len(text) <= settings.carry.total_chars
+    data = manifest(settings, workspace)
+    assert data["fallback"] is True and reason_part in data["reason"]
+    for secret in SECRETS:
+        assert secret not in text
+        assert secret not in json.dumps(data, ensure_ascii=False)
+    return text
+
+
+def test_fallback_when_the_ledger_is_not_utf8(memory_root: Settings) -> None:
+    ledger = memory_root.root_path / "webshop/handoff/LEDGER.md"
+    ledger.write_bytes(ledger.read_bytes() + b"\n- broken byte \xff\xfe here\n")
+    text = assert_fallback(memory_root, "webshop", "UnicodeDecodeError")
+    assert "Queueing refunds" in text  # the flat carry still holds the ledger, decoded leniently
+    assert "Checkout service moved" in text
+
+
+def test_fallback_when_the_ledger_is_a_directory(memory_root: Settings) -> None:
+    ledger = memory_root.root_path / "webshop/handoff/LEDGER.md"
+    ledger.unlink()
+    ledger.mkdir()
+    text = assert_fallback(memory_root, "webshop", "IsADirectoryError")
+    assert "Checkout service moved" in text
+
+
+def test_fallback_when_the_index_is_corrupt(memory_root: Settings) -> None:
+    db = memory_root.db_path
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    db.write_bytes(b"this is not a database" * 100)
+    assert_fallback(memory_root, "webshop", "index was unusable")
+
+
+def test_fallback_when_the_index_is_missing(tmp_path: Path, use_model: Path) -> None:
+    settings = settings_for(make_root(tmp_path / "memory"))
+    assert not settings.db_path.exists()
+    assert_fallback(settings, "webshop", "no index")
+    assert not settings.db_path.exists()  # carry does not build an index behind your back
+    # A workspace with nothing to recall needs no index.
+    assert not write_carry(settings, "tooling").fallback
+
+
+def test_an_invalid_sidecar_is_only_a_warning(memory_root: Settings) -> None:
+    sidecar = memory_root.root_path / "webshop/handoff/sidecar.json"
+    sidecar.write_text("{not json", encoding="utf-8")
+    result = write_carry(memory_root, "webshop")
+    assert not result.fallback
+    data = manifest(memory_root, "webshop")
+    assert any(warning.startswith("sidecar:") for warning in data["warnings"])
+    assert "webshop/handoff/sidecar.json" in {source["path"] for source in data["sources"]}
+
+
+def test_unknown_workspace_is_a_usage_error(memory_root: Settings) -> None:
+    with pytest.raises(UsageError):
+        write_carry(memory_root, "nope")
+    with pytest.raises(UsageError):
+        build_workspace_carry(memory_root, "../etc")
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+def run(root: Path, *args: str) -> int:
+    return main(["carry", "--root", str(root), *args])
+
+
+def test_cmd_carry_writes_all_and_prints_a_summary(memory_root: Settings, capsys) -> None:  # type: ignore[no-untyped-def]
+    root = memory_root.root_path
+    assert run(root) == 0
+    out = capsys.readouterr().out
+    assert "tooling: written" in out and "webshop: written" in out
+    assert run(root, "--workspace", "webshop") == 0
+    assert "webshop: unchanged" in capsys.readouterr().out
+
+
+def test_cmd_carry_print(memory_root: Settings, capsys) -> None:  # type: ignore[no-untyped-def]
+    root = memory_root.root_path
+    assert run(root, "--print") == 2  # two workspaces: which one?
+    assert "--workspace" in capsys.readouterr().err
+    assert run(root, "--print", "--workspace", "webshop") == 0
+    printed = capsys.readouterr().out
+    write_carry(memory_root, "webshop")
+    assert printed == (memory_root.carry_dir / "webshop.md").read_text(encoding="utf-8")
+
+
+def test_cmd_carry_print_with_max_chars(memory_root: Settings, capsys) -> None:  # type: ignore[no-untyped-def]
+    root = memory_root.root_path
+    assert run(root, "--print", "--workspace", "webshop", "--max-chars", "2500") == 0
+    small = capsys.readouterr().out
+    assert len(small) <= 2_500
+    assert small.startswith(DEFAULT_DISCIPLINE) and "carryd expand <id>" in small
+    assert run(root, "--print", "--workspace", "webshop", "--max-chars", "100") == 1
+    assert "required carry segments need" in capsys.readouterr().err
+    assert run(root, "--workspace", "webshop", "--max-chars", "2500") == 2
+    assert run(root, "--print", "--workspace", "nope") == 2
+
+
+def test_cmd_carry_print_with_one_workspace_needs_no_flag(
+    tmp_path: Path, use_model: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    root = make_root(tmp_path / "one", {"solo/PLAN.md": "# Solo\n\n## Current state\nAlone.\n"})
+    assert run(root, "--print") == 0
+    out = capsys.readouterr().out
+    assert "Alone." in out and "has no handoff ledger (`solo/handoff/LEDGER.md`)" in out
+
+
+def test_written_files_are_private_to_the_user(memory_root: Settings) -> None:
+    result = write_carry(memory_root, "webshop")
+    assert os.stat(result.path).st_mode & 0o077 == 0
