@@ -130,7 +130,8 @@ def source_lines(text: str) -> list[str]:
     return _NEWLINES.split(text.replace("\0", "\ufffd"))
 
 
-_PARSER = MarkdownIt("commonmark")
+# Block structure is all we need: skipping inline parsing keeps pathological text fast.
+_PARSER = MarkdownIt("commonmark").disable(["inline", "text_join"])
 
 
 def markdown_blocks(text: str) -> tuple[Block, ...]:
