@@ -30,7 +30,7 @@ from typing import Any
 from carryd.carry.anchors import AnchorRow, anchor_rows, render_anchor_table
 from carryd.carry.flat import safe_prefix, trailer
 from carryd.carry.ledger import Ledger, SectionNames, parse_ledger
-from carryd.carry.plan import PlanParts, PlanUnit, plan_current_for_carry, split_plan
+from carryd.carry.plan import PlanParts, join_units, plan_current_for_carry, split_plan
 from carryd.carry.planner import (
     PromptPlan,
     PromptSegment,
@@ -293,19 +293,8 @@ def _plan_segment(inputs: CarryInputs, budgets: CarryBudgets, taken: Sequence[st
 def _redacted_plan(parts: PlanParts) -> PlanParts:
     units = tuple(dataclasses.replace(unit, text=redact(unit.text)) for unit in parts.current_units)
     return dataclasses.replace(
-        parts, current=_join_units(units), history=redact(parts.history), current_units=units
+        parts, current=join_units(units), history=redact(parts.history), current_units=units
     )
-
-
-def _join_units(units: Sequence[PlanUnit]) -> str:
-    """Given plan units, return them joined as plan.split_plan joins them."""
-    parts: list[str] = []
-    for index, unit in enumerate(units):
-        if index:
-            adjacent = unit.line_start == units[index - 1].line_end + 1
-            parts.append("\n" if adjacent else "\n\n")
-        parts.append(unit.text)
-    return "".join(parts)
 
 
 def _anchor_rows(inputs: CarryInputs, ledger: Ledger | None) -> tuple[AnchorRow, ...]:
