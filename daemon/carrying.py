@@ -216,7 +216,7 @@ def _build(
             raise  # the caller asked for a budget the required segments cannot meet
         reason = "the required segments do not fit carry.total_chars"
         log.warning("%s: carry falls back to flat injection: %s", workspace, reason)
-        return _flat(settings, workspace, budgets, paths, reason)
+        return _flat(settings, workspace, budgets, paths, reason, strict=False)
     except Exception as error:  # noqa: BLE001 — I4: the one boundary; never leave a host without a carry
         reason = redact(f"{type(error).__name__}: {error}")
         log.warning(
@@ -224,7 +224,7 @@ def _build(
             settings.root_path / workspace,
             reason,
         )
-        return _flat(settings, workspace, budgets, paths, reason)
+        return _flat(settings, workspace, budgets, paths, reason, strict=max_chars is not None)
 
 
 def _check_workspace(settings: Settings, workspace: str) -> None:
@@ -303,8 +303,14 @@ def _flat(
     budgets: CarryBudgets,
     paths: Mapping[str, str],
     reason: str,
+    *,
+    strict: bool,
 ) -> BuiltCarry:
-    """Given why the planned carry failed, return the flat-injection carry (never raises)."""
+    """Given why the planned carry failed, return the flat-injection carry.
+
+    It never raises, except PromptBudgetError when `strict` (a caller-chosen budget that not
+    even the flat carry's required parts fit); otherwise a minimal carry is the last resort.
+    """
     root = settings.root_path
     sources: list[SourceFile] = []
     ledger_text = _read_lenient(root, paths["ledger"], sources)
@@ -326,11 +332,16 @@ def _flat(
             ledger_chars=budgets.ledger_chars,
         )
         text, decisions = flat.text, flat.decisions
+    except PromptBudgetError:
+        if strict:
+            raise
+        reason = f"{reason}; flat injection does not fit either"
+        log.warning("%s: minimal carry written: %s", root / workspace, reason)
+        text = _minimal(settings, workspace, paths)
     except Exception as error:  # noqa: BLE001 — I4: even the fallback failing must leave a carry
         reason = f"{reason}; flat injection failed too: {type(error).__name__}: {error}"
         log.warning("%s: minimal carry written: %s", root / workspace, reason)
-        closing = trailer(workspace, ledger_path=paths["ledger"], plan_path=paths["plan"])
-        text = f"{settings.carry.discipline}\n\n{FLAT_NOTE}\n\n{closing}\n"
+        text = _minimal(settings, workspace, paths)
     return BuiltCarry(
         workspace=workspace,
         text=text,
@@ -344,6 +355,12 @@ def _flat(
         segment_decisions=decisions,
         warnings=(),
     )
+
+
+def _minimal(settings: Settings, workspace: str, paths: Mapping[str, str]) -> str:
+    """Given a workspace, return the carry of very last resort: discipline, notice, trailer."""
+    closing = trailer(workspace, ledger_path=paths["ledger"], plan_path=paths["plan"])
+    return f"{settings.carry.discipline}\n\n{FLAT_NOTE}\n\n{closing}\n"
 
 
 def _source_file(relative: str, data: bytes, stat: os.stat_result) -> SourceFile:
@@ -397,7 +414,11 @@ def write_carry(
     store: Store | None = None,
     recaller: Recaller | None = None,
 ) -> CarryResult:
-    """Given a workspace, (re)write its carry and manifest; return what happened."""
+    """Given a workspace, (re)write its carry and manifest; return what happened.
+
+    Raises UsageError when `workspace` is not a folder of the root.
+    """
+    _check_workspace(settings, workspace)
     return write_carries(settings, [workspace], store=store, recaller=recaller)[0]
 
 
@@ -411,11 +432,19 @@ def write_carries(
     """Given workspaces (None: all of them), (re)write their carries; return one result each.
 
     One recaller serves every workspace of the call (the one passed in, or one opened here
-    on first need and closed at the end).
+    on first need and closed at the end). A named workspace that is no folder of the root (it
+    may have just been deleted) is skipped with a warning.
     """
     names = list_workspaces(settings) if workspaces is None else sorted(set(workspaces))
+    present = []
     for workspace in names:
-        _check_workspace(settings, workspace)
+        try:
+            _check_workspace(settings, workspace)
+        except UsageError as error:
+            log.warning("carry skipped: %s", error)
+            continue
+        present.append(workspace)
+    names = present
     source = _RecallSource(settings, store, recaller)
     results: list[CarryResult] = []
     try:
@@ -597,7 +626,11 @@ def cmd_carry(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if max_chars is not None:
         raise UsageError("--max-chars plans a carry to print: use it with --print")
-    results = write_carries(settings, None if workspace is None else [workspace])
+    try:
+        results = write_carries(settings, None if workspace is None else [workspace])
+    except OSError as error:
+        print(f"carryd: cannot write carries in {settings.carry_dir}: {error}", file=sys.stderr)
+        return 1
     if not results:
         print(f"no workspaces in {settings.root_path}")
     for result in results:

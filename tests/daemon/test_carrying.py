@@ -353,3 +353,19 @@ def test_cmd_carry_print_with_one_workspace_needs_no_flag(
 def test_written_files_are_private_to_the_user(memory_root: Settings) -> None:
     result = write_carry(memory_root, "webshop")
     assert os.stat(result.path).st_mode & 0o077 == 0
+
+
+def test_a_discipline_too_big_for_the_budget_still_leaves_a_minimal_carry(tmp_path: Path) -> None:
+    root = make_root(tmp_path / "memory", {"solo/PLAN.md": "# Solo\n\n## Current state\nok\n"})
+    config = tmp_path / "config.toml"
+    config.write_text('[carry]\ntotal_chars = 300\ndiscipline = """' + "D" * 400 + '"""\n')
+    settings = load_settings(config, root=root)
+    result = write_carry(settings, "solo")
+    assert result.fallback and "do not fit" in (result.reason or "")
+    assert result.path.read_text(encoding="utf-8").startswith("D" * 400 + "\n\n")
+
+
+def test_write_carries_skips_a_workspace_that_vanished(tmp_path: Path) -> None:
+    root = make_root(tmp_path / "memory", {"solo/PLAN.md": "# Solo\n\n## Current state\nok\n"})
+    results = write_carries(settings_for(root), ["solo", "gone"])
+    assert [result.workspace for result in results] == ["solo"]
