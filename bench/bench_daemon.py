@@ -41,7 +41,7 @@ WORDS = (
     "sqlite embed token fusion recall daemon schedule archive"
 ).split()
 
-PLAN = "# Plan\n\n## Current state\n- benchmark token {token}\n\n## History\n- started\n"
+PLAN = "# Plan\n\n## Current state\n- benchmark step {token}\n\n## History\n- started\n"
 LEDGER = (
     "# Handoff ledger\n\n## Task status\n- measuring\n\n## Goal\n- keep carries fresh\n\n"
     "## Tried approaches and failure reasons\n- none yet\n\n## Progress and next steps\n"
@@ -130,10 +130,10 @@ def run_size(entries: int, model: Path, trials: int, idle_seconds: float) -> dic
                 syncs_before = read_state(root).get("syncs", 0)
                 begin = time.monotonic()
                 plan.write_text(PLAN.format(token=token))
-                wait_for(lambda: token in carry.read_text(), 60, "the carry")
+                wait_for(lambda t=token: t in carry.read_text(), 60, "the carry")
                 wall.append(time.monotonic() - begin)
                 state = wait_for(
-                    lambda: (s := read_state(root)).get("syncs", 0) > syncs_before and s,
+                    lambda n=syncs_before: (s := read_state(root)).get("syncs", 0) > n and s,
                     60,
                     "daemon.json",
                 )

@@ -125,23 +125,34 @@ def merge_reload(old: Settings, new: Settings) -> tuple[Settings, list[str], lis
 
 
 class QueryService:
-    """Answer recall / expand / status reads on one thread that owns its own Store.
+    """Answer recall / expand / status reads on one query thread.
 
-    SQLite connections belong to the thread that opened them, and a reader on its own
-    connection sees the last committed generation while the worker writes (WAL), so
-    requests are answered while a sync runs. The warm `Recaller` is rebuilt when the
-    settings change; it reloads its caches itself when `store.generation()` moves.
+    The daemon has ONE `Store`, shared with the worker: the store is built for one writer
+    and any number of reader threads (writes on its own connection in one transaction per
+    batch, reads on a second connection that sees the last commit), so requests are
+    answered while a sync runs. Opening a second `Store` in the same process is avoided on
+    purpose: SQLite's POSIX locks are per process, and another open/close of the database
+    file in this process would drop the locks the first store's connections hold. The
+    embedder is shared too: onnxruntime's `run` and the tokenizer are safe to call from two
+    threads (checked with the real model), so a recall never waits for a sync's embedding.
+    The warm `Recaller` is rebuilt when the settings change and reloads its caches itself
+    when `store.generation()` moves.
     """
 
     def __init__(
-        self, settings: Settings, embedder: Any, degraded: str | None, state: DaemonState
+        self,
+        settings: Settings,
+        store: Any,
+        embedder: Any,
+        degraded: str | None,
+        state: DaemonState,
     ) -> None:
         self.settings = settings
+        self._store = store
         self._embedder = embedder
         self._degraded = degraded
         self._state = state
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="carryd-query")
-        self._store: Any = None
         self._recaller: Any = None
         self._recaller_settings: Settings | None = None
 
@@ -160,18 +171,23 @@ class QueryService:
         from carryd.daemon.status import model_identity_text
 
         identity = getattr(self._embedder, "identity", None)
+        text = model_identity_text(self.settings)
+        if identity is not None:
+            where = (
+                f" from {self.settings.model.model_path}" if self.settings.model.model_path else ""
+            )
+            text = f"{identity.name} ({identity.file}, {identity.dim}-d, {identity.pooling}){where}"
         return {
-            "identity": model_identity_text(self.settings),
+            "identity": text,
             "key": identity.key() if identity is not None else None,
             "loaded": self._embedder is not None,
             "degraded": self._degraded,
         }
 
     def stop(self) -> None:
-        """Close the store on its own thread, then join the thread."""
-        with contextlib.suppress(RuntimeError):
-            self._executor.submit(self._close).result()
+        """Finish the request in progress, then join the thread."""
         self._executor.shutdown(wait=True)
+        self._recaller = None
 
     # on the query thread
 
@@ -180,26 +196,18 @@ class QueryService:
     ) -> dict[str, Any]:
         return self._executor.submit(method, params).result()
 
-    def _open(self) -> Any:
-        if self._store is None:
-            from carryd.daemon.indexing import open_store
-
-            self._store = open_store(self.settings)
-        return self._store
-
     def _recaller_now(self) -> Any:
-        store = self._open()
         if self._recaller is None or self._recaller_settings is not self.settings:
             from carryd.daemon.recalling import Recaller
 
-            self._recaller = Recaller(self.settings, store, self._embedder, self._degraded)
+            self._recaller = Recaller(self.settings, self._store, self._embedder, self._degraded)
             self._recaller_settings = self.settings
         return self._recaller
 
     def _status(self, params: Mapping[str, Any]) -> dict[str, Any]:
         snapshot = self._state.snapshot()
         snapshot["model"] = self.model_info()
-        snapshot["counts"] = dict(self._open().counts())
+        snapshot["counts"] = dict(self._store.counts())
         return snapshot
 
     def _recall(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -228,12 +236,6 @@ class QueryService:
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise UsageError("expand: ids must be a list of strings")
         return dict(self._recaller_now().expand(ids))
-
-    def _close(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
-            self._recaller = None
 
 
 # --- the daemon --------------------------------------------------------------------------
@@ -279,7 +281,7 @@ class Daemon:
 
     def run(self) -> int:
         from carryd.daemon.control import ControlServer
-        from carryd.daemon.indexing import load_embedder_for
+        from carryd.daemon.indexing import load_embedder_for, open_store
         from carryd.daemon.notify import sd_notify
         from carryd.daemon.scheduler import Scheduler
         from carryd.daemon.status import DaemonState
@@ -290,6 +292,7 @@ class Daemon:
         previous_handlers = self._install_signals()
         state = DaemonState(settings)
         state.write()
+        store: Any = None
         worker: Worker | None = None
         watcher: Watcher | None = None
         control: ControlServer | None = None
@@ -303,8 +306,14 @@ class Daemon:
             else:
                 log.info("model loaded in %.2f s", time.monotonic() - started)
 
+            store = open_store(settings)
+            if store.recovered:
+                log.warning("index: %s", store.recovered)
+
             def open_indexer() -> Indexer:
-                self._indexer = Indexer(settings, embedder=embedder, degraded=degraded, state=state)
+                self._indexer = Indexer(
+                    settings, store=store, embedder=embedder, degraded=degraded, state=state
+                )
                 return self._indexer
 
             worker = Worker(
@@ -312,7 +321,7 @@ class Daemon:
                 quiet=settings.daemon.debounce_ms / 1000,
                 on_error=state.record_error,
             )
-            query = QueryService(settings, embedder, degraded, state)
+            query = QueryService(settings, store, embedder, degraded, state)
             state.set_queued_source(lambda: worker.queued if worker is not None else 0)
             state.update(model=query.model_info())
             worker.submit("reconcile")
@@ -335,7 +344,9 @@ class Daemon:
             scheduler = Scheduler(settings, worker.submit)
             scheduler.start()
             state.update(state="running")
-            sd_notify("READY=1", "STATUS=watching " + str(settings.root_path), f"MAINPID={os.getpid()}")
+            sd_notify(
+                "READY=1", "STATUS=watching " + str(settings.root_path), f"MAINPID={os.getpid()}"
+            )
             log.info("ready: serving %s on %s", settings.root_path, settings.socket_path)
 
             while not self._stop_requested:
@@ -358,6 +369,8 @@ class Daemon:
                 worker.stop()
             if query is not None:
                 query.stop()
+            if store is not None:
+                store.close()
             state.update(state="stopped", stopped_at=time.time())
             for signum, handler in previous_handlers.items():
                 signal.signal(signum, handler)

@@ -44,6 +44,8 @@ class Scheduler:
         from apscheduler.executors.pool import ThreadPoolExecutor
         from apscheduler.schedulers.background import BackgroundScheduler
 
+        # apscheduler logs every job addition and run at INFO; ours say what matters.
+        logging.getLogger("apscheduler").setLevel(logging.WARNING)
         # One executor thread is plenty: a job only puts a task on the worker's queue.
         self._scheduler = BackgroundScheduler(
             executors={"default": ThreadPoolExecutor(max_workers=1)},

@@ -463,7 +463,9 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
         )
     if report["last_error"]:
         error = report["last_error"]
-        lines.append(f"last error: {error['message']} ({error['where']}, {_ago(now - error['at'])} ago)")
+        lines.append(
+            f"last error: {error['message']} ({error['where']}, {_ago(now - error['at'])} ago)"
+        )
     lines.append("health: " + ("ok" if report["healthy"] else "; ".join(report["problems"])))
     return "\n".join(lines)
 

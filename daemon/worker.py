@@ -10,8 +10,9 @@ thread applies, so there is exactly one writer of the index and the carries.
 - `Worker`: the thread. It waits on a condition until the next due time (no polling), runs
   submitted tasks and batches in order, and on `stop()` finishes what it is doing and returns.
 - `Indexer`: what a batch means — `sync_root(paths=…)`, then `write_carries()` for the
-  workspaces the sync touched plus those whose PLAN / ledger / sidecar changed. It opens its
-  own `Store` on the worker thread (SQLite connections stay on their thread).
+  workspaces the sync touched plus those whose PLAN / ledger / sidecar changed. It is the
+  only writer of the daemon's one `Store` (which is built for one writer and any number of
+  reader threads).
 """
 
 from __future__ import annotations
@@ -319,17 +320,16 @@ class Indexer:
         self,
         settings: Settings,
         *,
+        store: Any,
         embedder: Any,
         degraded: str | None,
         state: DaemonState,
     ) -> None:
-        from carryd.daemon.indexing import open_store
-
         self.settings = settings
+        self.store = store  # owned by the caller, which closes it after the worker stops
         self.embedder = embedder
         self.degraded = degraded
         self.state = state
-        self.store = open_store(settings)
         self._recaller: Any = None
         self._recaller_settings: Settings | None = None
 
@@ -357,7 +357,7 @@ class Indexer:
             self._archive()
 
     def close(self) -> None:
-        self.store.close()
+        self._recaller = None
 
     # steps
 
@@ -378,6 +378,7 @@ class Indexer:
 
         started = time.monotonic()
         log.info("%s: syncing %s paths", kind, "all" if paths is None else len(paths))
+        log.debug("%s paths: %s", kind, paths)
         report = None
         if paths is None or paths:
             report = sync_root(self.settings, store=self.store, embedder=self.embedder, paths=paths)

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from carryd.daemon.cli import main
 from carryd.daemon.config import Settings, load_settings, parse_settings
 from carryd.index.errors import ConfigError
@@ -108,7 +107,16 @@ def test_cli_exits_2_on_a_bad_config_as_a_real_process(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("unknown_key = true\n")
     result = subprocess.run(
-        [sys.executable, "-m", "carryd.daemon.cli", "status", "--config", str(bad), "--root", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "carryd.daemon.cli",
+            "status",
+            "--config",
+            str(bad),
+            "--root",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -124,7 +132,9 @@ def test_cli_exits_2_on_a_bad_config_as_a_real_process(tmp_path: Path) -> None:
         (None, "config file not found"),
     ],
 )
-def test_unreadable_or_missing_explicit_config(tmp_path: Path, content: str | None, words: str) -> None:
+def test_unreadable_or_missing_explicit_config(
+    tmp_path: Path, content: str | None, words: str
+) -> None:
     path = tmp_path / "config.toml"
     if content is not None:
         path.write_text(content)

@@ -1,4 +1,4 @@
-"""The control socket: JSON lines in and out, mode 0600, stale sockets, fast `None` without a daemon."""
+"""The control socket: JSON lines, mode 0600, stale sockets, a fast None without a daemon."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from carryd.daemon.config import Settings
 from carryd.daemon.control import ControlServer, answer_for, request, socket_answers
 from carryd.index.errors import CarrydError, UsageError
@@ -157,7 +156,9 @@ def test_stop_closes_idle_connections_and_joins(tmp_path: Path) -> None:
     server.start()
     idle = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     idle.connect(str(settings.socket_path))
-    idle.sendall(b'{"method": "echo", "params": {"n": 1}}\n{"method": "echo", "params": {"n": 2}}\n')
+    idle.sendall(
+        b'{"method": "echo", "params": {"n": 1}}\n{"method": "echo", "params": {"n": 2}}\n'
+    )
     reader = idle.makefile("rb")
     assert json.loads(reader.readline())["result"] == {"echo": {"n": 1}}
     assert json.loads(reader.readline())["result"] == {"echo": {"n": 2}}

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from carryd.daemon.config import Settings
 from carryd.daemon.control import request
 
@@ -40,7 +39,7 @@ Inotify watches are recursive in watchdog; moves arrive as paired events.
 PLAN = """# Plan
 
 ## Current state
-- building the daemon (token: {token})
+- building the daemon, step {token}
 
 ## History
 - started the project
@@ -158,7 +157,9 @@ class Daemon:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-            raise AssertionError(f"daemon ignored SIGTERM for {timeout} s:\n{self.text()}") from None
+            raise AssertionError(
+                f"daemon ignored SIGTERM for {timeout} s:\n{self.text()}"
+            ) from None
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -195,7 +196,9 @@ def assert_carries_whole(root: Path) -> None:
         manifest = json.loads(carry.with_suffix(".json").read_text())
         recorded = manifest.get("sha256")
         if recorded:
-            assert recorded == hashlib.sha256(data).hexdigest(), f"{carry} does not match its manifest"
+            assert recorded == hashlib.sha256(data).hexdigest(), (
+                f"{carry} does not match its manifest"
+            )
 
 
 def test_daemon_end_to_end(

@@ -1,4 +1,4 @@
-"""`carryd status` without a daemon: carry freshness, fallback, model probe, exit codes, daemon.json."""
+"""`carryd status` without a daemon: freshness, fallback, model probe, exit codes, daemon.json."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from carryd.daemon.cli import main
 from carryd.daemon.config import ModelSettings, Settings
 from carryd.daemon.status import (
@@ -25,7 +24,9 @@ from carryd.daemon.status import (
 
 
 def make_settings(root: Path, model_path: str = "") -> Settings:
-    return Settings(root=str(root), model=dataclasses.replace(ModelSettings(), model_path=model_path))
+    return Settings(
+        root=str(root), model=dataclasses.replace(ModelSettings(), model_path=model_path)
+    )
 
 
 def write_source(root: Path, relative: str, mtime: float, text: str = "# Note\nbody\n") -> Path:
@@ -95,7 +96,10 @@ def test_root_level_memory_and_the_sidecar_count_as_sources(root: Path) -> None:
     settings = make_settings(root)
     write_carry(root, "proj", 2000)
     write_source(root, "MEMORY.md", 2100)
-    assert carry_report(settings, "proj", checked_at=None, now=3000)["newest_source"]["path"] == "MEMORY.md"
+    assert (
+        carry_report(settings, "proj", checked_at=None, now=3000)["newest_source"]["path"]
+        == "MEMORY.md"
+    )
     write_source(root, "proj/handoff/sidecar.json", 2200, text="{}")
     report = carry_report(settings, "proj", checked_at=None, now=3000)
     assert report["newest_source"]["path"] == "proj/handoff/sidecar.json"
@@ -186,8 +190,15 @@ class FakeReport:
     """A sync report's JSON face, as `SyncReport.to_json()` gives it."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"files": 3, "entries": 9, "embedded": 1, "removed": 0, "unchanged": 2,
-                "degraded": None, "problems": [{"path": "x.md", "reason": "binary"}]}
+        return {
+            "files": 3,
+            "entries": 9,
+            "embedded": 1,
+            "removed": 0,
+            "unchanged": 2,
+            "degraded": None,
+            "problems": [{"path": "x.md", "reason": "binary"}],
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,8 +215,12 @@ def test_daemon_state_records_syncs_atomically(root: Path) -> None:
     state = DaemonState(settings, queued=lambda: 4, clock=lambda: now[0])
     now[0] = 1010.0
     state.record_sync(
-        kind="batch", paths=2, events=7, report=FakeReport(),
-        carries=[FakeCarry("proj", True)], seconds=0.25,
+        kind="batch",
+        paths=2,
+        events=7,
+        report=FakeReport(),
+        carries=[FakeCarry("proj", True)],
+        seconds=0.25,
     )
     state.record_sync(kind="reconcile", paths=None, events=0, report=None, carries=[], seconds=1.5)
     state.record_error("batch of 1 paths", OSError("x.md: unreadable"))

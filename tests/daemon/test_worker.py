@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from carryd.daemon.watcher import changes_for
 from carryd.daemon.worker import (
     Batch,
@@ -18,6 +14,8 @@ from carryd.daemon.worker import (
     Worker,
     workspaces_for_carry,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 QUIET = 0.3
 MAX_DELAY = 3.0
@@ -31,7 +29,9 @@ class FakeClock:
         return self.now
 
 
-def batch(*paths: str, events: int, added: tuple[str, ...] = (), removed: tuple[str, ...] = ()) -> Batch:
+def batch(
+    *paths: str, events: int, added: tuple[str, ...] = (), removed: tuple[str, ...] = ()
+) -> Batch:
     return Batch(
         paths=frozenset(paths),
         trees_added=frozenset(added),
@@ -165,7 +165,10 @@ WATCH = {
         (("moved", "/r/ws/a.md", "/r/ws/a.txt", False), (Change("ws/a.md"),)),
         (("moved", "/r/ws/a.md", "/r/.git/x.md", False), (Change("ws/a.md"),)),
         # the sidecar is not Markdown but feeds the carry
-        (("modified", "/r/ws/handoff/sidecar.json", "", False), (Change("ws/handoff/sidecar.json"),)),
+        (
+            ("modified", "/r/ws/handoff/sidecar.json", "", False),
+            (Change("ws/handoff/sidecar.json"),),
+        ),
         (("modified", "/r/ws/other.json", "", False), ()),
         (("modified", "/r/sidecar.json", "", False), ()),
         # carryd's own state and ignored folders
@@ -187,7 +190,9 @@ WATCH = {
         (("closed_no_write", "/r/ws/a.md", "", False), ()),
     ],
 )
-def test_changes_for_events(event: tuple[str, str, str, bool], expected: tuple[Change, ...]) -> None:
+def test_changes_for_events(
+    event: tuple[str, str, str, bool], expected: tuple[Change, ...]
+) -> None:
     assert changes_for(*event, **WATCH) == expected
 
 
@@ -209,7 +214,9 @@ SOURCES = ("PLAN.md", "handoff/LEDGER.md", "handoff/sidecar.json")
         (set(), ["a/sub/PLAN.md"], ()),
     ],
 )
-def test_workspaces_for_carry(touched: set[str | None], changed: list[str], expected: object) -> None:
+def test_workspaces_for_carry(
+    touched: set[str | None], changed: list[str], expected: object
+) -> None:
     assert workspaces_for_carry(touched, changed, SOURCES, ["a", "b"]) == expected
 
 
@@ -242,7 +249,9 @@ def test_worker_thread_applies_tasks_then_batches_and_survives_errors() -> None:
     clock = FakeClock()
     recorder = Recorder()
     errors: list[str] = []
-    worker = Worker(lambda: recorder, quiet=QUIET, clock=clock, on_error=lambda w, e: errors.append(w))
+    worker = Worker(
+        lambda: recorder, quiet=QUIET, clock=clock, on_error=lambda w, e: errors.append(w)
+    )
     worker.submit("reconcile")
     worker.submit("reconcile")  # already queued: not twice
     worker.start()
