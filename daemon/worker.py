@@ -429,4 +429,12 @@ class Indexer:
             return
         from carryd.daemon.archive import archive_plans
 
-        archive_plans(self.settings)
+        for result in archive_plans(self.settings):
+            if result.changed:
+                # The watcher sees PLAN.md change and the next batch re-plans the carry.
+                log.info(
+                    "archive: %s: %d lines of settled history moved to %s",
+                    result.plan_path,
+                    result.moved_lines,
+                    result.archive_path,
+                )

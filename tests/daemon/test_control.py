@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from carryd.daemon.config import Settings
 from carryd.daemon.control import ControlServer, answer_for, request, socket_answers
+from carryd.daemon.notify import notify_address, sd_notify
 from carryd.index.errors import CarrydError, UsageError
 
 
@@ -176,3 +177,42 @@ def test_socket_path_that_is_not_a_socket_is_refused(tmp_path: Path) -> None:
     settings.socket_path.write_text("not a socket")
     with pytest.raises(CarrydError, match="not a socket"):
         ControlServer(settings.socket_path, HANDLERS).start()
+
+
+# --- sd_notify ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, None),
+        ("", None),
+        ("/run/user/1000/systemd/notify", "/run/user/1000/systemd/notify"),
+        ("@/org/freedesktop/systemd1/notify/123", "\0/org/freedesktop/systemd1/notify/123"),
+        ("vsock:2:1234", None),
+    ],
+)
+def test_notify_address(value: str | None, expected: str | None) -> None:
+    environ = {} if value is None else {"NOTIFY_SOCKET": value}
+    assert notify_address(environ) == expected
+
+
+@pytest.mark.parametrize("abstract", [False, True])
+def test_sd_notify_reaches_a_listening_socket(tmp_path: Path, abstract: bool) -> None:
+    name = f"carryd-test-{os.getpid()}-{time.monotonic_ns()}"
+    address = "\0" + name if abstract else str(tmp_path / "notify")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(address)
+    listener.settimeout(5)
+    try:
+        value = "@" + name if abstract else address
+        assert sd_notify("READY=1", "STATUS=watching", environ={"NOTIFY_SOCKET": value})
+        assert listener.recv(4096) == b"READY=1\nSTATUS=watching"
+    finally:
+        listener.close()
+
+
+def test_sd_notify_without_systemd_or_with_a_dead_socket(tmp_path: Path) -> None:
+    assert sd_notify("READY=1", environ={}) is False
+    missing = {"NOTIFY_SOCKET": str(tmp_path / "gone")}
+    assert sd_notify("READY=1", environ=missing) is False

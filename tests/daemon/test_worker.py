@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import threading
+import tomllib
 
 import pytest
+from carryd.daemon.config import parse_settings
+from carryd.daemon.scheduler import Scheduler, planned_jobs
 from carryd.daemon.watcher import changes_for
 from carryd.daemon.worker import (
     Batch,
@@ -311,3 +314,43 @@ def test_worker_reports_an_applier_that_cannot_open() -> None:
     assert worker.opened.wait(5)
     worker.stop()
     assert isinstance(worker.open_error, OSError)
+
+
+# --- the scheduler -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("daemon_toml", "expected"),
+    [
+        ("", {"reconcile": 10.0, "verify": 60.0}),
+        ("archive_plan = true", {"reconcile": 10.0, "verify": 60.0, "archive": 1440.0}),
+        ("archive_plan = true\narchive_minutes = 0", {"reconcile": 10.0, "verify": 60.0}),
+        ("reconcile_minutes = 0\nverify_minutes = 0.5", {"verify": 0.5}),
+    ],
+)
+def test_planned_jobs(daemon_toml: str, expected: dict[str, float]) -> None:
+    configured = parse_settings(tomllib.loads("[daemon]\n" + daemon_toml))
+    assert planned_jobs(configured) == expected
+
+
+def test_scheduler_jobs_only_submit_tasks_and_stop_joins() -> None:
+    submitted: list[str] = []
+    fired = threading.Event()
+
+    def submit(task: str) -> None:
+        submitted.append(task)
+        fired.set()
+
+    configured = parse_settings(
+        tomllib.loads("[daemon]\nreconcile_minutes = 0.001\nverify_minutes = 0")
+    )
+    scheduler = Scheduler(configured, submit)
+    scheduler.start()
+    try:
+        assert scheduler.jobs == {"reconcile": 0.001}
+        assert fired.wait(10)
+        scheduler.reload(parse_settings(tomllib.loads("[daemon]\narchive_plan = true")))
+        assert scheduler.jobs == {"reconcile": 10.0, "verify": 60.0, "archive": 1440.0}
+    finally:
+        scheduler.stop()
+    assert set(submitted) == {"reconcile"}
