@@ -2,9 +2,10 @@
 
 An entry is a heading section — the heading line(s) up to the next heading of any level — or,
 for text outside any heading (before the first heading), one top-level block: a paragraph,
-list, fence, table, quote, HTML block. markdown-it-py (CommonMark) finds the blocks and their
-line maps, so a `# line` inside a fenced code block is code, not a heading. Headings nested in
-a list or quote are part of their block, not section boundaries. Blank lines between blocks
+list, fence, table, quote, HTML block (a thematic break `***` is not one). markdown-it-py
+(CommonMark) finds the blocks and their line maps, so a `# line` inside a fenced code block is
+code, not a heading. Headings nested in a list or quote are part of their block, not section
+boundaries. Blank lines between blocks
 belong to no entry; ranges are 1-based, inclusive, trimmed of trailing blank lines and never
 overlap. YAML front matter (`---` … `---` at the very top) is not an entry. CRLF and CR line
 ends count as line ends; an entry's `text` joins its lines with "\\n".
@@ -26,17 +27,18 @@ import json
 import re
 from dataclasses import dataclass
 
+from carryd.index.l0 import L0Source, l0_from_title, plain_heading
+from carryd.index.redact import redact
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
-
-from carryd.index.l0 import L0Source, extract_l0, plain_heading
-from carryd.index.redact import redact
 
 __all__ = ["Entry", "L0Source", "parse_entries", "workspace_of"]
 
 L0_MAX_CHARS = 100
 
-_PARSER = MarkdownIt("commonmark")
+# Only block structure and line maps are used; headings' inline Markdown is reduced to plain
+# text by l0.plain_heading, so markdown-it's inline pass (a third of its time) is skipped.
+_PARSER = MarkdownIt("commonmark").disable(["inline", "text_join"])
 _ANCHOR = re.compile(r"<!--[ \t]*(mem_[0-9a-fA-F]{32})[ \t]*-->")
 _SLOT = re.compile(r"<!--[ \t]*slot:[ \t]*(.*?)[ \t]*-->")
 _METADATA_ONLY = re.compile(
@@ -52,7 +54,9 @@ class Entry:
 
     id: str  # "mem_" + 32 lowercase hex; an explicit <!-- mem_… --> anchor wins
     path: str  # POSIX path relative to the memory root, e.g. "proj/logs/2026-11-29.md"
-    workspace: str | None  # first path component when the file is inside a folder; None = root level
+    workspace: (
+        str | None
+    )  # first path component when the file is inside a folder; None = root level
     line_start: int  # 1-based, inclusive (the heading line for a section)
     line_end: int  # 1-based, inclusive
     heading_path: tuple[str, ...]  # headings from the top down to this entry's own; () for a block
@@ -71,12 +75,12 @@ class _Span:
     start: int
     end: int
     body_start: int
-    heading: str | None  # the heading's inline Markdown; None for a top-level block
+    heading: str | None  # the heading's plain, redacted text; None for a top-level block
     heading_path: tuple[str, ...]
 
 
 def workspace_of(path: str) -> str | None:
-    """Given a path relative to the root, return its workspace (first folder), None at root level."""
+    """Given a root-relative path, return its workspace (first folder); None at root level."""
     parts = [part for part in path.split("/") if part not in ("", ".")]
     return parts[0] if len(parts) > 1 else None
 
@@ -98,7 +102,7 @@ def parse_entries(path: str, text: str) -> tuple[Entry, ...]:
     entries: list[Entry] = []
     for span, entry_text, entry_id in zip(spans, texts, ids, strict=True):
         body = "\n".join(lines[span.body_start : span.end])
-        l0, source = extract_l0(span.heading, body, max_chars=L0_MAX_CHARS)
+        l0, source = l0_from_title(span.heading, body, max_chars=L0_MAX_CHARS)
         entries.append(
             Entry(
                 id=entry_id,
@@ -166,7 +170,8 @@ def _spans(tokens: list[Token], lines: list[str]) -> list[_Span]:
         inline = tokens[index + 1].content if index + 1 < len(tokens) else ""
         while stack and stack[-1][0] >= level:
             stack.pop()
-        stack.append((level, redact(plain_heading(inline))))
+        title = redact(plain_heading(inline))
+        stack.append((level, title))
         start, heading_end = token.map
         next_start = len(lines)
         if position + 1 < len(headings):
@@ -174,7 +179,7 @@ def _spans(tokens: list[Token], lines: list[str]) -> list[_Span]:
             next_start = next_map[0] if next_map else len(lines)
         end = _trim_end(lines, start, max(next_start, heading_end))
         spans.append(
-            _Span(start, end, min(heading_end, end), inline, tuple(text for _, text in stack))
+            _Span(start, end, min(heading_end, end), title, tuple(text for _, text in stack))
         )
     return spans
 
@@ -184,7 +189,12 @@ def _preamble_spans(blocks: list[Token], lines: list[str], first_heading: int) -
     before it; a comment holding only an anchor or slot joins the block after (or before) it."""
     ranges: list[tuple[int, int]] = []
     pending_metadata: int | None = None
-    preamble = [block for block in blocks if block.map and block.map[0] < first_heading]
+    # A thematic break (***) only separates; it says nothing an entry could hold.
+    preamble = [
+        block
+        for block in blocks
+        if block.map and block.map[0] < first_heading and block.type != "hr"
+    ]
     for block in preamble:
         assert block.map is not None
         start, end = block.map[0], min(block.map[1], first_heading)

@@ -30,7 +30,6 @@ from collections.abc import Iterator
 from typing import Literal
 
 import regex
-
 from carryd.index.redact import redact
 
 L0Source = Literal["heading", "firstSentence", "truncate"]
@@ -85,21 +84,32 @@ _THEMATIC_BREAK = re.compile(r"^ {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ 
 _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*$")
 _TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
-_INLINE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),  # image → its alt text
-    (re.compile(r"\[([^\]]+)\]\([^)]*\)"), r"\1"),  # link → its text
-    (re.compile(r"\[([^\]]+)\]\[[^\]]*\]"), r"\1"),  # reference link → its text
-    (re.compile(r"<((?:https?|mailto|ftp):[^>\s]+)>"), r"\1"),  # autolink → the address
-    (re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>"), ""),  # inline HTML tags
-    (re.compile(r"(\*\*|__|~~)(?=\S)(.+?)(?<=\S)\1"), r"\2"),  # strong, strikethrough
-    (re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])"), r"\1"),  # *emphasis*
-    (re.compile(r"(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])"), r"\1"),  # _emphasis_, not snake_case
-    (re.compile(r"\\([!-/:-@\[-`{-~])"), r"\1"),  # backslash escapes
+# (one of these must occur for the rule to apply, pattern, replacement)
+_INLINE_RULES: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = (
+    (("]",), re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),  # image → its alt text
+    (("]",), re.compile(r"\[([^\]]+)\]\([^)]*\)"), r"\1"),  # link → its text
+    (("]",), re.compile(r"\[([^\]]+)\]\[[^\]]*\]"), r"\1"),  # reference link → its text
+    (("<",), re.compile(r"<((?:https?|mailto|ftp):[^>\s]+)>"), r"\1"),  # autolink → the address
+    (("<",), re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>"), ""),  # inline HTML tags
+    (
+        ("**", "__", "~~"),
+        re.compile(r"(\*\*|__|~~)(?=\S)(.+?)(?<=\S)\1"),
+        r"\2",
+    ),  # strong, strikethrough
+    (("*",), re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])"), r"\1"),  # *emphasis*
+    (
+        ("_",),
+        re.compile(r"(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])"),
+        r"\1",
+    ),  # _emphasis_, not snake_case
+    (("\\",), re.compile(r"\\([!-/:-@\[-`{-~])"), r"\1"),  # backslash escapes
 )
 
 
 def plain_inline(text: str) -> str:
     """Given one block's inline Markdown, return its plain text on one line."""
+    if "`" not in text:
+        return " ".join(_strip_inline(text).split())
     pieces: list[str] = []
     position = 0
     for match in _CODE_SPAN.finditer(text):
@@ -111,8 +121,9 @@ def plain_inline(text: str) -> str:
 
 
 def _strip_inline(text: str) -> str:
-    for pattern, replacement in _INLINE_RULES:
-        text = pattern.sub(replacement, text)
+    for needed, pattern, replacement in _INLINE_RULES:
+        if any(marker in text for marker in needed):  # most text needs no rule at all
+            text = pattern.sub(replacement, text)
     return text
 
 
@@ -148,7 +159,8 @@ def _blocks(body: str) -> Iterator[tuple[Literal["prose", "code"], str]]:
             or _ATX_OPEN.match(line) is not None
             or _THEMATIC_BREAK.match(line) is not None
             or (_SETEXT_UNDERLINE.match(line) is not None and bool(paragraph))
-            or _TABLE_DELIMITER.match(line) is not None and "|" in line
+            or _TABLE_DELIMITER.match(line) is not None
+            and "|" in line
         )
         starts_unit = _LIST_ITEM.match(line) is not None or line.lstrip().startswith("|")
         if (boundary or starts_unit) and paragraph:
@@ -182,7 +194,11 @@ def _lead_block(body: str) -> str:
             if first_code is None and raw.strip():
                 first_code = raw
             continue
-        text = redact(plain_inline(redact(raw)))
+        redacted = redact(raw)
+        text = plain_inline(redacted)
+        if text != " ".join(redacted.split()):
+            # Removing markup joined what it separated; a secret might have been split by it.
+            text = redact(text)
         if text:
             return text
     if first_code is None:
@@ -244,9 +260,17 @@ def _in_word(character: str) -> bool:
 
 
 def extract_l0(heading: str | None, body: str, *, max_chars: int = 100) -> tuple[str, L0Source]:
-    """Given an entry's heading (None for a block outside any heading) and its body, return
-    its L0 abstract and the abstract's source; secrets are redacted before anything is cut."""
-    title = redact(plain_heading(heading)) if heading else ""
+    """Given an entry's heading (its Markdown text, None for a block outside any heading) and
+    its body, return its L0 abstract and the abstract's source; secrets are redacted before
+    anything is cut."""
+    title = redact(plain_heading(heading)) if heading else None
+    return l0_from_title(title, body, max_chars=max_chars)
+
+
+def l0_from_title(title: str | None, body: str, *, max_chars: int = 100) -> tuple[str, L0Source]:
+    """Given an entry's heading already as plain, redacted text (None: no heading) and its
+    body, return its L0 abstract and the abstract's source (see extract_l0)."""
+    title = title or ""
     lead = _lead_block(body)
     sentence = first_sentence(lead) if lead else ""
     if title and is_abstract(title):

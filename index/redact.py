@@ -70,10 +70,12 @@ def find_secrets(text: str) -> list[Secret]:
     lowered = text.lower()
     # str.lower() keeps offsets except for a few letters (e.g. "İ"); then anchors are off.
     same_offsets = len(lowered) == len(text)
+    rules, triggers = _rules(), _triggers()
+    present = {trigger for trigger in triggers if trigger in lowered}
     runs: list[tuple[int, int]] | None = None
     found: list[tuple[int, int, int]] = []  # (start, end, rule index)
-    for rule_index, rule in enumerate(_rules()):
-        if rule.triggers and not any(trigger in lowered for trigger in rule.triggers):
+    for rule_index, rule in enumerate(rules):
+        if rule.triggers and present.isdisjoint(rule.triggers):
             continue
         matches: list[re.Match[str]] = []
         if rule.long_token:
@@ -289,7 +291,8 @@ _KEYWORD_RULES: tuple[_Rule, ...] = (
     _Rule(
         "aws_secret_key",
         re.compile(
-            r"(?i)aws[A-Za-z0-9_.-]{0,20}?(?:secret|sk)[A-Za-z0-9_.-]{0,20}" + _ASSIGN
+            r"(?i)aws[A-Za-z0-9_.-]{0,20}?(?:secret|sk)[A-Za-z0-9_.-]{0,20}"
+            + _ASSIGN
             + r"""["']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"""
         ),
         triggers=("aws",),
@@ -307,9 +310,7 @@ _KEYWORD_RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "basic_auth",
-        re.compile(
-            r"(?i)\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?basic[ \t]+([A-Za-z0-9+/]+=*)"
-        ),
+        re.compile(r"(?i)\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?basic[ \t]+([A-Za-z0-9+/]+=*)"),
         _not_placeholder,
         triggers=("authorization",),
         anchored=True,
@@ -323,9 +324,7 @@ _KEYWORD_RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "password",
-        re.compile(
-            r"(?i)(?:password|passwd|passphrase)s?" + _ASSIGN + _VALUE
-        ),
+        re.compile(r"(?i)(?:password|passwd|passphrase)s?" + _ASSIGN + _VALUE),
         _password_value,
         triggers=("password", "passwd", "passphrase"),
         anchored=True,
@@ -384,7 +383,11 @@ _DETECT_SECRETS: tuple[tuple[str, str, tuple[_Borrowed, ...]], ...] = (
         "GitHubTokenDetector",
         (_Borrowed("github_token", triggers=("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),),
     ),
-    ("gitlab_token", "GitLabTokenDetector", (_Borrowed("gitlab_token", triggers=("gl", "gr1348941")),) * 7),
+    (
+        "gitlab_token",
+        "GitLabTokenDetector",
+        (_Borrowed("gitlab_token", triggers=("gl", "gr1348941")),) * 7,
+    ),
     (
         "slack",
         "SlackDetector",
@@ -415,6 +418,12 @@ _DETECT_SECRETS: tuple[tuple[str, str, tuple[_Borrowed, ...]], ...] = (
     ("npm", "NpmDetector", (_Borrowed("npm_token", group=True, triggers=("_authtoken",)),)),
     ("basic_auth", "BasicAuthDetector", (_Borrowed("basic_auth", group=True, triggers=("://",)),)),
 )
+
+
+@cache
+def _triggers() -> tuple[str, ...]:
+    """Given nothing, return every rule's triggers, each once."""
+    return tuple(sorted({trigger for rule in _rules() for trigger in rule.triggers}))
 
 
 @cache

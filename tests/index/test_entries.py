@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-
 from carryd.index.entries import Entry, parse_entries, workspace_of
 
 ANCHOR = "mem_0123456789abcdef0123456789abcdef"
@@ -58,9 +57,7 @@ def _shape(entries: tuple[Entry, ...]) -> list[tuple[int, int, tuple[str, ...]]]
             [(5, 6, ("Heading",))],
             id="front-matter",
         ),
-        pytest.param(
-            "---\ntitle: only front matter\n---\n", [], id="front-matter-only"
-        ),
+        pytest.param("---\ntitle: only front matter\n---\n", [], id="front-matter-only"),
         pytest.param(
             "Setext title\n============\nbody\n\nSub\n---\nmore\n",
             [(1, 3, ("Setext title",)), (5, 7, ("Setext title", "Sub"))],
@@ -138,7 +135,9 @@ def test_workspace_of(path: str, workspace: str | None) -> None:
 
 
 def test_explicit_anchor_wins() -> None:
-    entries = parse_entries("a.md", f"# One <!-- {ANCHOR} -->\nbody\n\n# Two\n<!-- {OTHER_ANCHOR} -->\n")
+    entries = parse_entries(
+        "a.md", f"# One <!-- {ANCHOR} -->\nbody\n\n# Two\n<!-- {OTHER_ANCHOR} -->\n"
+    )
     assert [entry.id for entry in entries] == [ANCHOR, OTHER_ANCHOR]
     assert entries[0].heading_path == ("One",)
 

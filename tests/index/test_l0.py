@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from carryd.index.l0 import (
     L0Source,
     extract_l0,
@@ -43,7 +42,10 @@ E_ACUTE = "e\u0301"  # e + combining acute
             id="chinese-heading",
         ),
         pytest.param(
-            "Why:", "Because the cache key changed. More.", ("Why: Because the cache key changed.", "heading"), id="colon-heading"
+            "Why:",
+            "Because the cache key changed. More.",
+            ("Why: Because the cache key changed.", "heading"),
+            id="colon-heading",
         ),
         pytest.param(
             "2026-11-29",
@@ -58,15 +60,21 @@ E_ACUTE = "e\u0301"  # e + combining acute
             id="chinese-date-heading",
         ),
         pytest.param(
-            "3", "Pin the numpy version; the wheels broke.", ("Pin the numpy version;", "firstSentence"),
+            "3",
+            "Pin the numpy version; the wheels broke.",
+            ("Pin the numpy version;", "firstSentence"),
             id="number-heading",
         ),
         pytest.param(
-            "v2.2.6", "Shipped the hotfix! Users confirmed.", ("Shipped the hotfix!", "firstSentence"),
+            "v2.2.6",
+            "Shipped the hotfix! Users confirmed.",
+            ("Shipped the hotfix!", "firstSentence"),
             id="version-heading",
         ),
         pytest.param(
-            "---", "Separator heading? Falls through.", ("Separator heading?", "firstSentence"),
+            "---",
+            "Separator heading? Falls through.",
+            ("Separator heading?", "firstSentence"),
             id="punctuation-heading",
         ),
         pytest.param("2026-11-29", "", ("2026-11-29", "heading"), id="date-heading-empty-body"),
@@ -101,7 +109,9 @@ E_ACUTE = "e\u0301"  # e + combining acute
             id="fence-skipped-for-prose",
         ),
         pytest.param(
-            None, "```\nnpm publish --otp 123\n```", ("npm publish --otp 123", "firstSentence"),
+            None,
+            "```\nnpm publish --otp 123\n```",
+            ("npm publish --otp 123", "firstSentence"),
             id="fence-only",
         ),
         pytest.param(
@@ -111,7 +121,10 @@ E_ACUTE = "e\u0301"  # e + combining acute
             id="table",
         ),
         pytest.param(
-            None, "全角问号结尾吗？是的！", ("全角问号结尾吗？", "firstSentence"), id="chinese-question"
+            None,
+            "全角问号结尾吗？是的！",
+            ("全角问号结尾吗？", "firstSentence"),
+            id="chinese-question",
         ),
         pytest.param(
             None,
@@ -151,7 +164,9 @@ def test_a_long_heading_is_truncated() -> None:
     ("text", "max_chars", "expected"),
     [
         pytest.param("a" * 97 + FAMILY + " tail", 100, "a" * 97 + "…", id="zwj-family-at-cut"),
-        pytest.param("a" * 90 + FAMILY + " tail", 100, "a" * 90 + FAMILY + "…", id="zwj-family-fits"),
+        pytest.param(
+            "a" * 90 + FAMILY + " tail", 100, "a" * 90 + FAMILY + "…", id="zwj-family-fits"
+        ),
         pytest.param("x" * 98 + E_ACUTE + " more", 100, "x" * 98 + "…", id="combining-mark-at-cut"),
         pytest.param("b" * 98 + THUMBS + " c", 100, "b" * 98 + "…", id="skin-tone-at-cut"),
         pytest.param("c" * 98 + FLAG + " d", 100, "c" * 98 + "…", id="flag-at-cut"),
@@ -203,7 +218,7 @@ def test_is_abstract(heading: str, abstract: bool) -> None:
     [
         ("One. Two.", "One."),
         ("Ends with question? Yes.", "Ends with question?"),
-        ("He said \"stop.\" Then left.", 'He said "stop."'),
+        ('He said "stop." Then left.', 'He said "stop."'),
         ("第一句。第二句。", "第一句。"),
         ("分号也结束；后面不算", "分号也结束；"),
         ("no terminator at all", "no terminator at all"),

@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from carryd.index.redact import Secret, find_secrets, redact
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
@@ -66,14 +65,20 @@ JWT = (
             "[redacted:private_key]",
             id="pem-without-end",
         ),
-        pytest.param("db_password = hunter2", "db_password = [redacted:password]", id="password-eq"),
+        pytest.param(
+            "db_password = hunter2", "db_password = [redacted:password]", id="password-eq"
+        ),
         pytest.param(
             'password: "correct horse battery"', 'password: "[redacted:password]"', id="pw-quoted"
         ),
         pytest.param("PASSWORD=s3cr3t!", "PASSWORD=[redacted:password]", id="password-env"),
-        pytest.param("--password=abc12 --user x", "--password=[redacted:password] --user x", id="flag"),
+        pytest.param(
+            "--password=abc12 --user x", "--password=[redacted:password] --user x", id="flag"
+        ),
         pytest.param("password: hunter\nnext", "password: [redacted:password]\nnext", id="pw-eol"),
-        pytest.param("数据库密码：abc123。", "数据库密码：[redacted:password]。", id="mima-fullwidth"),
+        pytest.param(
+            "数据库密码：abc123。", "数据库密码：[redacted:password]。", id="mima-fullwidth"
+        ),
         pytest.param("密码是 Passw0rd 记得改", "密码是 [redacted:password] 记得改", id="mima-shi"),
         pytest.param(
             "curl -H 'Authorization: Bearer abcdef123456' https://api.example.com",
@@ -133,7 +138,9 @@ def test_secrets_are_replaced_by_their_kind(text: str, expected: str) -> None:
         pytest.param("commit 9fceb02d0ae598e95dc970b74767f19372d61af8 fixed it", id="sha1"),
         pytest.param("The socket died with ERR_CONN_RESET (code ECONNRESET).", id="error-codes"),
         pytest.param("token: ERR_CONN_RESET", id="error-code-as-value"),
-        pytest.param("Paths: src/components/Button/index.tsx, ~/.config/carryd/config.toml", id="paths"),
+        pytest.param(
+            "Paths: src/components/Button/index.tsx, ~/.config/carryd/config.toml", id="paths"
+        ),
         pytest.param("password: ${DB_PASSWORD}", id="env-placeholder"),
         pytest.param("password: <your password>", id="angle-placeholder"),
         pytest.param("password = os.environ['DB_PASSWORD']", id="code-expression"),
@@ -143,7 +150,9 @@ def test_secrets_are_replaced_by_their_kind(text: str, expected: str) -> None:
         pytest.param("Authorization: Bearer $TOKEN", id="bearer-variable"),
         pytest.param("max_tokens = 4096 and token_count: 12", id="token-settings"),
         pytest.param("uuid 123e4567-e89b-12d3-a456-426614174000 ok", id="uuid"),
-        pytest.param("mail alice@example.com or visit https://github.com/org/repo/pull/7", id="urls"),
+        pytest.param(
+            "mail alice@example.com or visit https://github.com/org/repo/pull/7", id="urls"
+        ),
         pytest.param("private key 存在 ~/.ssh/id_ed25519，不要提交。", id="key-path"),
         pytest.param("ASIA trip notes: Tokyo, Osaka.", id="asia-word"),
         pytest.param("", id="empty"),
