@@ -513,6 +513,42 @@ def verify_root(settings: Settings, *, store: Store | None = None) -> VerifyRepo
             active.close()
 
 
+def repair_root(
+    settings: Settings,
+    report: VerifyReport,
+    *,
+    store: Store | None = None,
+    embedder: Embedder | None | _Load = LOAD,
+) -> SyncReport:
+    """Given a verify report, rebuild what it found wrong and return the sync that did it.
+
+    Every file with a difference is dropped from the index (its entries, postings and vectors)
+    and synced afresh; vectors without an entry or of another identity go; entries without a
+    vector are embedded. The rest of the index is left as it is.
+    """
+    own_store = store is None
+    active = open_store(settings) if store is None else store
+    try:
+        paths = sorted({difference.path for difference in report.problems if difference.path})
+        rows = active.rows_for_paths(paths)
+        orphaned = [
+            difference.detail.split(":", 1)[0]
+            for difference in report.problems
+            if difference.kind == "vector_orphaned"
+        ]
+        active.apply(
+            Batch(
+                delete_entries=tuple(row.id for row in rows) + tuple(orphaned),
+                delete_files=tuple(paths),
+                vectors_complete="",  # makes the sync look for entries without vectors
+            )
+        )
+        return sync_root(settings, store=active, embedder=embedder, paths=paths)
+    finally:
+        if own_store:
+            active.close()
+
+
 def _verify(settings: Settings, store: Store) -> VerifyReport:
     root = settings.root_path
     differences: list[Difference] = []
@@ -635,5 +671,8 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     else:
         for difference in report.problems:
             print(f"{difference.kind}: {difference.path or '-'}: {difference.detail}")
-        print(f"{len(report.problems)} differences; `carryd index` brings the index up to date")
+        print(
+            f"{len(report.problems)} differences: `carryd index` picks up changed files; "
+            f"damage inside the index goes when {settings.db_path} is deleted and rebuilt"
+        )
     return 0 if report.ok else 1

@@ -205,6 +205,11 @@ def _folder_pooling(folder: Path) -> str:
     return "mean"
 
 
+# Loaded models by (identity, folder, cache, threads): a process loads each model once, however
+# many embedders (a reload, a one-shot sync next to the daemon's) ask for it.
+_SESSIONS: dict[tuple[str, str, str, int], Any] = {}
+
+
 class FastEmbedder:
     """An `Embedder` on fastembed: a local folder (`model_dir`) or fastembed's download cache."""
 
@@ -230,7 +235,10 @@ class FastEmbedder:
         """Load the ONNX session now (it loads on first use otherwise); EmbedderUnavailable
         when the model cannot be had."""
         if self._model is None:
-            self._model = self._create()
+            place = (self.identity.key(), str(self.model_dir), str(self.cache_dir), self.threads)
+            self._model = _SESSIONS.get(place)
+            if self._model is None:
+                self._model = _SESSIONS[place] = self._create()
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         """Given passages, return float32 [n, dim], L2-normalised, passage prefix added."""
