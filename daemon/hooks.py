@@ -45,6 +45,10 @@ MAX_INPUT_BYTES = 1_000_000
 # Problems are reported in a line or two, never more, whatever the budget.
 SHORT_ANSWER_CHARS = 400
 FALSY = frozenset({"", "0", "false", "no", "off"})
+# Is a daemon there? A live one answers a ping in a few milliseconds.
+PING_TIMEOUT = 0.5
+# A warm recall takes tens of milliseconds; this only guards against a wedged daemon.
+RECALL_TIMEOUT = 10.0
 
 SessionReason = Literal[
     "injected",  # the carry, planned under the inline budget
@@ -89,7 +93,7 @@ class InlineCarry:
     reason: str | None
 
 
-# --- the entry point -----------------------------------------------------------------------------
+# --- the entry point ------------------------------------------------------------------------------
 
 
 def cmd_hook(args: argparse.Namespace, *, stdin: IO[str] | None = None) -> int:
@@ -176,7 +180,7 @@ def parse_input(raw: str) -> tuple[dict[str, Any] | None, str | None]:
 def session_start_answer(
     raw: str, settings: Settings | None, problem: str | None
 ) -> SessionStartAnswer:
-    """Given the SessionStart input and the settings, return the answer (never raises CarrydError)."""
+    """Given the SessionStart input and the settings, return the answer (CarrydError-free)."""
     from carryd.daemon.config import HookSettings
 
     budget = (settings.hooks if settings is not None else HookSettings()).inline_chars
@@ -203,7 +207,7 @@ def session_start_answer(
         inline = inline_carry(
             settings, workspace, budget_for_carry=_carry_budget(budget, carry_path)
         )
-    except CarrydError as error:
+    except (CarrydError, OSError) as error:
         from carryd.index.errors import PromptBudgetError
 
         reason: SessionReason = (
@@ -244,21 +248,137 @@ def _carry_budget(budget: int, carry_path: str) -> int:
 def inline_carry(settings: Settings, workspace: str, *, budget_for_carry: int) -> InlineCarry:
     """Given a workspace and a character budget, return its carry planned under that budget.
 
-    The full carry on disk is used as it is when it is fresh and already fits; otherwise the
-    carry is planned again under the smaller budget (the warm daemon first, else in-process).
+    The full carry on disk is used byte for byte when it is fresh and already fits (the bytes
+    the daemon wrote, stable for prompt caching); otherwise the carry is planned again under
+    the smaller budget from the current files.
     """
     path = settings.carry_dir / f"{workspace}.md"
     state = carry_state(settings, workspace)
-    if state.state in ("fresh", "fallback") and path.is_file():
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if len(text) <= budget_for_carry:
+    if state.state in ("fresh", "fallback"):
+        text = _read_carry(path)
+        if text is not None and len(text) <= budget_for_carry:
             return InlineCarry(text, str(path), state.state == "fallback", state.detail)
-    return plan_carry_text(settings, workspace, max_chars=budget_for_carry)
+    return plan_carry_text(
+        settings,
+        workspace,
+        max_chars=budget_for_carry,
+        refresh=state.state in ("missing", "stale"),
+    )
 
 
-def plan_carry_text(settings: Settings, workspace: str, *, max_chars: int) -> InlineCarry:
-    """Given a workspace and a total budget, return its carry planned under that budget."""
-    raise CarrydError("carry planning under a smaller budget is not available yet")
+def plan_carry_text(
+    settings: Settings, workspace: str, *, max_chars: int, refresh: bool = False
+) -> InlineCarry:
+    """Given a workspace and a total budget, return its carry planned under that budget.
+
+    Recall for the memory segment goes to the running daemon (warm, no model load) when one
+    answers, else runs in-process. With `refresh` and no daemon to do it, the full carry file
+    is rewritten first, so that the path the answer ends with holds a current carry.
+    Raises PromptBudgetError when the required segments alone do not fit `max_chars`.
+    """
+    from carryd.daemon.carrying import build_workspace_carry, write_carry
+    from carryd.daemon.control import request
+
+    path = settings.carry_dir / f"{workspace}.md"
+    daemon_up = request(settings, "ping", {}, timeout=PING_TIMEOUT) is not None
+    recall = HookRecall(settings, daemon=daemon_up)
+    try:
+        if refresh and not daemon_up:
+            try:
+                write_carry(settings, workspace, recaller=recall)  # type: ignore[arg-type]
+            except (CarrydError, OSError) as error:
+                log.warning("carryd hook: could not rewrite %s: %s", path, error)
+            text = _read_carry(path)
+            if text is not None and len(text) <= max_chars:
+                fallback, reason = _manifest_fallback(settings, workspace)
+                return InlineCarry(text, str(path), fallback, reason)
+        built = build_workspace_carry(
+            settings,
+            workspace,
+            max_chars=max_chars,
+            recaller=recall,  # type: ignore[arg-type]
+        )
+    finally:
+        recall.close()
+    return InlineCarry(built.text, str(path), built.fallback, built.reason)
+
+
+class HookRecall:
+    """Recall for planning a carry inside a hook, with the `Recaller.recall` signature.
+
+    Asks the running daemon's warm recaller over the control socket when one answered the
+    ping; otherwise (or when the daemon goes away mid-way) opens the index and a lazily
+    loaded model in-process, on first use only — a workspace whose ledger gives no query
+    never loads the model.
+    """
+
+    def __init__(self, settings: Settings, *, daemon: bool) -> None:
+        self._settings = settings
+        self._daemon = daemon
+        self._store: Any = None
+        self._recaller: Any = None
+
+    def recall(
+        self,
+        query: str,
+        *,
+        workspace: str | None = None,
+        limit: int | None = None,
+        min_confidence: float | None = None,
+    ) -> dict[str, Any]:
+        if self._daemon:
+            from carryd.daemon.control import request
+
+            params = {
+                "query": query,
+                "workspace": workspace,
+                "limit": limit,
+                "min_confidence": min_confidence,
+            }
+            answer = request(self._settings, "recall", params, timeout=RECALL_TIMEOUT)
+            if answer is not None:
+                return answer
+            log.warning("carryd hook: the daemon stopped answering; recalling in-process")
+            self._daemon = False
+        return dict(
+            self._local().recall(
+                query, workspace=workspace, limit=limit, min_confidence=min_confidence
+            )
+        )
+
+    def _local(self) -> Any:
+        if self._recaller is None:
+            from carryd.daemon.indexing import load_embedder_for, open_store
+            from carryd.daemon.recalling import Recaller
+
+            self._store = open_store(self._settings)
+            embedder, degraded = load_embedder_for(self._settings, lazy=True)
+            self._recaller = Recaller(self._settings, self._store, embedder, degraded)
+        return self._recaller
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+            self._recaller = None
+
+
+def _read_carry(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _manifest_fallback(settings: Settings, workspace: str) -> tuple[bool, str | None]:
+    try:
+        manifest = json.loads((settings.carry_dir / f"{workspace}.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return False, None
+    if not isinstance(manifest, dict):
+        return False, None
+    reason = manifest.get("reason")
+    return bool(manifest.get("fallback")), reason if isinstance(reason, str) else None
 
 
 # --- the status line ------------------------------------------------------------------------------
@@ -367,11 +487,13 @@ def _cwd_of(data: Mapping[str, Any]) -> str | None:
     return cwd if isinstance(cwd, str) and cwd else None
 
 
-# --- small helpers ---------------------------------------------------------------------------------
+# --- small helpers --------------------------------------------------------------------------------
 
 
 def _is_workspace(settings: Settings, workspace: str) -> bool:
-    if not workspace or workspace in (".", "..") or "/" in workspace:
+    # The same rule as `carrying.list_workspaces`, without importing the carry machinery
+    # (the status line runs after every message and must stay instant).
+    if not workspace or workspace.startswith(".") or "/" in workspace or "\\" in workspace:
         return False
     if workspace == settings.index.state_dir or workspace in settings.index.ignore_dirs:
         return False

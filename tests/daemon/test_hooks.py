@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -455,3 +456,290 @@ def test_stdin_closed_or_a_terminal_does_not_hang(root: Path) -> None:
     )
     assert done.returncode == 0
     assert "no hook input" in (session_answer(done.stdout.decode()) or "")
+
+
+# --- real carries (the real offline model) --------------------------------------------------------
+
+DISCIPLINE_START = "You are continuing work handed off from an earlier context"
+
+
+def write_project(root: Path, workspace: str, *, items: int) -> None:
+    """A workspace whose ledger and plan have `items` entries per list (long enough to matter)."""
+    handoff = root / workspace / "handoff"
+    handoff.mkdir(parents=True, exist_ok=True)
+    tried = "\n".join(
+        f"- ❌ Attempt {n}: retrying the refund job {n} inside the webhook handler timed out after "
+        f"10 s (Stripe resent the event, job {n} refunded twice). Failed."
+        for n in range(items)
+    )
+    upcoming = "\n".join(
+        f"- [ ] Step {n}: compute partial refund {n} from the order's line items and cover it "
+        f"with contract test `refund_case_{n}`."
+        for n in range(items)
+    )
+    (handoff / "LEDGER.md").write_text(
+        "# Handoff ledger\n\n## Task status\n- Refund flow: 14/17 contract tests pass.\n\n"
+        "## Goal\nMake the refund flow pass every contract test, then delete the legacy "
+        "payments adapter.\n\n"
+        f"## Tried approaches and failure reasons\n{tried}\n\n"
+        f"## Progress and next steps\n{upcoming}\n",
+        encoding="utf-8",
+    )
+    current = "\n".join(
+        f"- Service {n} moved to `services/s{n}/`; its payments still call the old adapter."
+        for n in range(items)
+    )
+    (root / workspace / "PLAN.md").write_text(
+        f"# Checkout rewrite\n\n## Current state\n{current}\n\n"
+        "## History\n- 2026-10-02: cart split.\n",
+        encoding="utf-8",
+    )
+    (root / workspace / "notes.md").write_text(
+        "# Refund currency\n\nRefunds in a currency other than the charge's fail with "
+        "`ERR_REFUND_CURRENCY_MISMATCH`; convert with the charge's rate.\n",
+        encoding="utf-8",
+    )
+
+
+_BUILT: dict[str, Path] = {}
+
+
+@pytest.fixture
+def carried_root(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, use_model: Path) -> Path:
+    """A root with a big workspace (carry > 9,000 chars) and a small one, indexed and carried.
+
+    Indexed and carried for real once per session; each test gets its own copy (mtimes kept,
+    so the carries stay fresh relative to their sources).
+    """
+    if "root" not in _BUILT:
+        built = tmp_path_factory.mktemp("carried") / "memory"
+        built.mkdir()
+        (built / "MEMORY.md").write_text(
+            "# Defaults\n\nPrefer small commits and contract tests.\n", encoding="utf-8"
+        )
+        write_project(built, "shop", items=40)
+        write_project(built, "tiny", items=2)
+        assert main(["index", "--root", str(built)]) == 0
+        assert main(["carry", "--root", str(built)]) == 0
+        _BUILT["root"] = built
+    root = tmp_path / "memory"
+    shutil.copytree(_BUILT["root"], root, symlinks=True)
+    return root
+
+
+def hook_context(
+    root: Path,
+    stdin: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    *args: str,
+    budget: int = 9_000,
+) -> str:
+    capsys.readouterr()
+    code, out = run_hook(
+        "session-start",
+        stdin,
+        *(args or ("--root", str(root))),
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
+    assert code == 0
+    context = session_answer(out, budget)
+    assert context is not None
+    return context
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_the_carry_is_planned_under_the_inline_budget_for_every_source(
+    source: str,
+    carried_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from carryd.daemon.carrying import build_workspace_carry
+    from carryd.daemon.config import load_settings
+
+    full = carried_root / ".carryd" / "carry" / "shop.md"
+    assert len(full.read_text(encoding="utf-8")) > 9_000, "the full carry must not fit inline"
+    context = hook_context(
+        carried_root,
+        session_start_input(str(Path("/home/me/src/shop")), source),
+        monkeypatch,
+        capsys,
+    )
+    suffix = f"\n\nFull carry: {full}"
+    assert context.endswith(suffix)
+    assert context.startswith(DISCIPLINE_START)
+    # Planned, not cut: exactly what the carry planner makes of the smaller budget.
+    planned = build_workspace_carry(
+        load_settings(None, root=carried_root), "shop", max_chars=9_000 - len(suffix)
+    )
+    assert not planned.fallback
+    assert context == planned.text.rstrip("\n") + suffix
+    assert "## Progress and next steps" in context and "# How to read more" in context
+
+
+def test_a_fresh_carry_that_fits_is_injected_byte_for_byte(
+    carried_root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    full = carried_root / ".carryd" / "carry" / "tiny.md"
+    context = hook_context(
+        carried_root, session_start_input("/home/me/src/tiny", "clear"), monkeypatch, capsys
+    )
+    assert context == full.read_text(encoding="utf-8").rstrip("\n") + f"\n\nFull carry: {full}"
+
+
+def test_a_stale_or_missing_carry_is_rewritten_when_no_daemon_runs(
+    carried_root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    carry = carried_root / ".carryd" / "carry" / "tiny.md"
+    ledger = carried_root / "tiny" / "handoff" / "LEDGER.md"
+    ledger.write_text(
+        ledger.read_text(encoding="utf-8") + "- [ ] Step 99: ship the currency fix.\n",
+        encoding="utf-8",
+    )
+    # The carry was written a minute before this edit (no daemon ran since).
+    past = ledger.stat().st_mtime - 60
+    for written in (carry, carry.with_suffix(".json")):
+        os.utime(written, (past, past))
+    code, line = run_hook(
+        "statusline",
+        statusline_input("/home/me/src/tiny", 80),
+        "--root",
+        str(carried_root),
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
+    assert "carry stale (tiny/handoff/LEDGER.md newer)" in line and "/clear" in line
+
+    context = hook_context(
+        carried_root, session_start_input("/home/me/src/tiny", "clear"), monkeypatch, capsys
+    )
+    assert "Step 99: ship the currency fix" in context
+    assert "Step 99: ship the currency fix" in carry.read_text(encoding="utf-8")
+
+    carry.unlink()
+    context = hook_context(
+        carried_root, session_start_input("/home/me/src/tiny", "startup"), monkeypatch, capsys
+    )
+    assert carry.is_file() and context.startswith(DISCIPLINE_START)
+    code, line = run_hook(
+        "statusline",
+        statusline_input("/home/me/src/tiny", 80),
+        "--root",
+        str(carried_root),
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
+    assert "fresh carry ready: /clear to hand off (tiny)" in line
+
+
+@pytest.mark.parametrize(("percent", "hint"), [(74, False), (75, True)])
+def test_the_status_line_with_a_fresh_carry(
+    percent: int,
+    hint: bool,
+    carried_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, line = run_hook(
+        "statusline",
+        statusline_input("/home/me/src/shop", percent),
+        "--root",
+        str(carried_root),
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
+    if hint:
+        assert line == "[Opus] ctx 75% >= 75% | fresh carry ready: /clear to hand off (shop)\n"
+    else:
+        assert line == "[Opus] ctx 74% | carry fresh (shop)\n"
+
+
+def test_a_budget_too_small_for_the_required_segments_says_so_briefly(
+    carried_root: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = tmp_path / "small.toml"
+    config.write_text(f'root = "{carried_root}"\n[hooks]\ninline_chars = 600\n', encoding="utf-8")
+    context = hook_context(
+        carried_root,
+        session_start_input("/home/me/src/shop", "clear"),
+        monkeypatch,
+        capsys,
+        "--config",
+        str(config),
+        budget=600,
+    )
+    assert context.startswith("carryd: no carry inlined for 'shop'")
+
+
+def test_the_bypass_wins_over_a_real_carry(
+    carried_root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CARRYD_HOOKS_OFF", "1")
+    code, out = run_hook(
+        "session-start",
+        session_start_input("/home/me/src/shop", "clear"),
+        "--root",
+        str(carried_root),
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
+    assert (code, out) == (0, "{}\n")
+
+
+def test_the_console_script_injects_a_real_carry(carried_root: Path) -> None:
+    context = session_answer(
+        run_console(
+            "session-start",
+            session_start_input("/home/me/src/shop", "compact"),
+            "--root",
+            str(carried_root),
+        )
+    )
+    assert context is not None and context.startswith(DISCIPLINE_START)
+    assert context.endswith(f"Full carry: {carried_root / '.carryd' / 'carry' / 'shop.md'}")
+
+
+def test_with_the_daemon_running_the_hook_recalls_through_it(
+    carried_root: Path, tmp_path: Path
+) -> None:
+    """The warm daemon answers recall: the hook process never imports fastembed."""
+    log = (tmp_path / "daemon.log").open("wb")
+    daemon = subprocess.Popen(
+        [str(VENV_CARRYD), "run", "--root", str(carried_root)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        probe = (
+            "import io, json, sys\n"
+            "from carryd.daemon.config import load_settings\n"
+            "from carryd.daemon.control import request\n"
+            "import time\n"
+            f"settings = load_settings(None, root={str(carried_root)!r})\n"
+            "deadline = time.monotonic() + 90\n"
+            "while request(settings, 'ping', {}, timeout=1.0) is None:\n"
+            "    assert time.monotonic() < deadline, 'daemon not ready'\n"
+            "    time.sleep(0.2)\n"
+            "from carryd.daemon.cli import main\n"
+            "sys.stdin = io.StringIO(json.dumps({'cwd': '/x/shop', 'source': 'clear'}))\n"
+            "code = main(['hook', 'claude-code', 'session-start', '--root', "
+            f"{str(carried_root)!r}])\n"
+            "print('FASTEMBED' if 'fastembed' in sys.modules else 'NO-FASTEMBED', code)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, timeout=180, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        answer_line, marker = done.stdout.strip().splitlines()[-2:]
+        context = session_answer(answer_line)
+        assert context is not None and context.startswith(DISCIPLINE_START)
+        assert marker == "NO-FASTEMBED 0"
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=60)
+        log.close()
