@@ -60,7 +60,7 @@ def test_the_entry_holding_the_query_ranks_first(query: str, first: str) -> None
 
 def test_bm25_matches_the_formula_for_one_term() -> None:
     postings, lengths, stats = build(DOCS)
-    (hit,) = search(("postgres",), postings, lengths, stats)
+    (hit,) = search(query_terms("postgres"), postings, lengths, stats)
     weight = idf(1, 5)
     norm = 1.2 * (1 - 0.75 + 0.75 * lengths["mem_c"] / stats.avg_doc_len)
     assert hit.bm25 == pytest.approx(weight * 2.2 / (1 + norm))
