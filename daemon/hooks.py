@@ -60,7 +60,7 @@ SessionReason = Literal[
     "over_budget",  # the required segments alone do not fit the inline budget
     "error",  # anything else
 ]
-CarryState = Literal["fresh", "stale", "fallback", "missing", "unknown"]
+CarryState = Literal["fresh", "stale", "fallback", "missing"]
 
 
 @dataclass(frozen=True)
@@ -472,7 +472,6 @@ def statusline_text(raw: str, settings: Settings | None, problem: str | None) ->
         "stale": f"carry stale ({_one_line(freshness.detail or '?')[:40]} newer): "
         "/clear re-plans it and hands off",
         "missing": "no carry yet: /clear plans one and hands off",
-        "unknown": "/clear to hand off",
     }[freshness.state]
     return " ".join(parts) + f" >= {hooks.handoff_threshold:.0%} | {hint} ({label})"
 

@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from carryd.daemon.cli import main
-from carryd.daemon.hooks import used_fraction
+from carryd.daemon.config import load_settings
+from carryd.daemon.hooks import session_start_answer, statusline_text, used_fraction
 
 VENV_CARRYD = Path(sys.executable).absolute().parent / "carryd"
 SOURCES = ("startup", "resume", "clear", "compact")
@@ -239,6 +242,48 @@ def test_a_tiny_inline_budget_is_still_kept(
         )
         assert code == 0
         session_answer(out, budget=40)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=40),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+HOOK_OBJECTS = st.fixed_dictionaries(
+    {},
+    optional={
+        "cwd": st.text(max_size=60) | JSON_VALUES,
+        "source": st.sampled_from([*SOURCES, "other"]) | JSON_VALUES,
+        "hook_event_name": st.just("SessionStart"),
+        "context_window": st.fixed_dictionaries(
+            {}, optional={"used_percentage": st.floats() | JSON_VALUES}
+        )
+        | JSON_VALUES,
+        "workspace": st.fixed_dictionaries({}, optional={"current_dir": JSON_VALUES}),
+        "model": JSON_VALUES,
+    },
+)
+ANY_STDIN = st.text(max_size=200) | HOOK_OBJECTS.map(json.dumps) | JSON_VALUES.map(json.dumps)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(stdin=ANY_STDIN, budget=st.sampled_from([0, 1, 40, 400, 9_000]))
+def test_any_input_gets_a_valid_answer_within_the_budget(
+    stdin: str, budget: int, tmp_path: Path
+) -> None:
+    root = tmp_path / "memory"
+    root.mkdir(exist_ok=True)
+    config = tmp_path / f"budget-{budget}.toml"
+    config.write_text(f'root = "{root}"\n[hooks]\ninline_chars = {budget}\n', encoding="utf-8")
+    answer = session_start_answer(stdin, load_settings(config), None)
+    assert answer.context is not None and len(answer.context) <= budget
+    session_answer(json.dumps(answer.to_json()), budget)
+    line = statusline_text(stdin, load_settings(config), None)
+    assert "\n" not in line and line.startswith(("[", "ctx "))
 
 
 # --- bypass ---------------------------------------------------------------------------------------

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from carryd.daemon.config import Settings, load_settings
 from carryd.daemon.service import (
@@ -140,6 +142,30 @@ def test_instance_names_escape_like_systemd_escape(path: str) -> None:
             [tool, "--path", path], capture_output=True, text=True, check=True
         ).stdout.strip()
         assert real == expected
+
+
+@pytest.mark.skipif(shutil.which("systemd-escape") is None, reason="no systemd-escape here")
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.text(
+            st.characters(blacklist_categories=("Cs",), blacklist_characters="/\x00"),
+            min_size=1,
+            max_size=12,
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_instance_names_match_systemd_escape_for_any_path(parts: list[str]) -> None:
+    path = "/" + "/".join(parts)
+    if any(part in (".", "..") for part in parts):
+        return  # systemd-escape refuses those; roots are resolved before escaping
+    real = subprocess.run(
+        ["systemd-escape", "--path", path], capture_output=True, text=True, check=False
+    )
+    if real.returncode == 0:
+        assert systemd_escape_path(path) == real.stdout.strip()
 
 
 @pytest.mark.parametrize(
