@@ -409,7 +409,7 @@ def _sync(
                 matrix = embedder.embed_passages([l0 for _, _, l0 in chunk])
             except EmbedderUnavailable as error:
                 degraded = str(error)
-                log.warning("embedding stopped: %s", error)
+                log.info("embedding stopped: %s", error)  # reported as `degraded`
             else:
                 vectors = tuple(
                     (entry_id, l0_hash, matrix[position].tobytes())
@@ -438,10 +438,10 @@ def _sync(
             )
         )
 
-    counts = store.counts()
+    totals = store.counts()
     return SyncReport(
-        files=counts["files"],
-        entries=counts["entries"],
+        files=totals["files"],
+        entries=totals["entries"],
         embedded=embedded,
         removed=len(diff.removed),
         unchanged=work.unchanged,
@@ -468,7 +468,7 @@ def _identity_change(store: Store, embedder: Embedder, others: dict[str, int]) -
         f"model identity changed from {old} to {embedder.identity.name}: re-embedding every "
         f"entry ({sum(others.values())} old vectors dropped; {kept})"
     )
-    log.warning("%s", message)
+    log.info("%s", message)  # surfaced once through the report's notes
     return message
 
 

@@ -144,7 +144,8 @@ class Store:
             kind, detail = verdict
             aside = _move_aside(db_path, kind)
             recovered = f"{db_path.name} was {detail}: moved to {aside.name}, rebuilding the index"
-            log.warning("%s", recovered)
+            # INFO: callers surface `.recovered` themselves (the CLI prints it, the daemon logs it).
+            log.info("%s", recovered)
         try:
             write = _connect(db_path)
             _ensure_schema(write)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import io
 import json
 import os
@@ -19,8 +20,15 @@ from typing import Any
 import pytest
 
 from carryd.daemon.cli import main
-from carryd.daemon.config import load_settings
-from carryd.daemon.indexing import SyncReport, repair_root, sync_root, verify_root
+from carryd.daemon.config import ModelSettings, Settings, load_settings
+from carryd.daemon.indexing import (
+    SyncReport,
+    explicit_model_keys,
+    load_embedder_for,
+    repair_root,
+    sync_root,
+    verify_root,
+)
 from carryd.index.entries import parse_entries
 from carryd.index.store import Store
 
@@ -433,3 +441,25 @@ def test_the_human_summary(small: Path, use_model: Path):
     with contextlib.redirect_stdout(out):
         main(["index", "--root", str(small)])
     assert out.getvalue().startswith("indexed 3 files, 60 entries: embedded 0, removed 0")
+
+
+def test_model_keys_count_as_chosen_when_written_or_changed(tmp_path: Path, model_dir: Path):
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[model]\nmodel_path = "{model_dir}"\nname = "Xenova/multilingual-e5-small"\n'
+    )
+    settings = load_settings(config, root=str(tmp_path))
+    assert explicit_model_keys(settings) == {"name": "Xenova/multilingual-e5-small"}
+    embedder, degraded = load_embedder_for(settings, lazy=True)
+    assert degraded is None and embedder is not None
+    # the name was written, so it wins, and an E5 name brings E5 prefixes
+    assert embedder.identity.name == "Xenova/multilingual-e5-small"
+    assert embedder.identity.passage_prefix == "passage: "
+    changed = dataclasses.replace(
+        Settings(), model=dataclasses.replace(ModelSettings(), model_path=str(model_dir), dim=256)
+    )
+    assert explicit_model_keys(changed) == {"dim": 256}
+    # nothing chosen: everything inferred from the folder, no prefixes for MiniLM
+    plain = dataclasses.replace(Settings(), model=ModelSettings(model_path=str(model_dir)))
+    embedder, _ = load_embedder_for(plain, lazy=True)
+    assert embedder is not None and embedder.identity.query_prefix == ""
