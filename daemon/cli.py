@@ -132,6 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
         "real executable and root; install enables and starts it, uninstall undoes that.",
     )
     service.add_argument("action", choices=["install", "uninstall", "print"])
+    service.add_argument(
+        "--instance",
+        action="store_true",
+        help="use the template unit carryd@.service, one instance per root "
+        "(launchd: a per-root label)",
+    )
 
     plan = sub.add_parser(
         "plan",
