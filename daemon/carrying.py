@@ -28,7 +28,7 @@ import logging
 import os
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -145,22 +145,21 @@ class _RecallSource:
         self._opened: Store | None = None
         self._failure: Exception | None = None
 
-    def get(self) -> tuple[Recaller, Store]:
+    def get(self) -> Recaller:
         if self._failure is not None:
             raise self._failure
-        try:
-            if self._store is None:
-                self._store = self._open_store()
-            if self._recaller is None:
+        if self._recaller is None:
+            try:
                 from carryd.daemon.indexing import load_embedder_for
                 from carryd.daemon.recalling import Recaller
 
+                store = self._store if self._store is not None else self._open_store()
                 embedder, degraded = load_embedder_for(self._settings)
-                self._recaller = Recaller(self._settings, self._store, embedder, degraded)
-        except Exception as error:  # noqa: BLE001 — remembered and re-raised into _build's boundary
-            self._failure = error
-            raise
-        return self._recaller, self._store
+                self._recaller = Recaller(self._settings, store, embedder, degraded)
+            except Exception as error:  # noqa: BLE001 — remembered, re-raised into _build's boundary
+                self._failure = error
+                raise
+        return self._recaller
 
     def _open_store(self) -> Store:
         from carryd.daemon.indexing import open_store
@@ -270,14 +269,11 @@ def _planned(
     query = recall_query(inputs)
     degraded: str | None = None
     if query:
-        recaller, store = source.get()
         limit = max(settings.recall.limit, 4 * settings.carry.memory_top_k)
-        answer = recaller.recall(query, workspace=workspace, limit=limit, min_confidence=0)
+        answer = source.get().recall(query, workspace=workspace, limit=limit, min_confidence=0)
         hits = tuple(answer.get("hits") or ())
         degraded = answer.get("degraded")
-        rows = store.entries_by_id(sorted({str(hit["id"]) for hit in hits}))
-        slots = {entry_id: row.slot for entry_id, row in sorted(rows.items()) if row.slot}
-        inputs = dataclasses.replace(inputs, recall_hits=hits, slots=slots)
+        inputs = dataclasses.replace(inputs, recall_hits=hits, slots=_slots_of(root, hits))
     plan = build_carry(inputs, budgets)
     text = plan.text
     if redact(text) != text:  # I3, belt and braces: a secret formed across segment borders
@@ -361,6 +357,30 @@ def _minimal(settings: Settings, workspace: str, paths: Mapping[str, str]) -> st
     """Given a workspace, return the carry of very last resort: discipline, notice, trailer."""
     closing = trailer(workspace, ledger_path=paths["ledger"], plan_path=paths["plan"])
     return f"{settings.carry.discipline}\n\n{FLAT_NOTE}\n\n{closing}\n"
+
+
+def _slots_of(root: Path, hits: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Given recall hits, return the explicit slot of each hit entry that has one.
+
+    Slots are read from the Markdown files themselves (canonical, and no index needed when
+    recall is the daemon's); a file that cannot be read gives its hits no slot.
+    """
+    from carryd.index.entries import parse_entries
+
+    wanted: dict[str, set[str]] = {}
+    for hit in hits:
+        wanted.setdefault(str(hit.get("path")), set()).add(str(hit.get("id")))
+    slots: dict[str, str] = {}
+    for relative in sorted(wanted):
+        try:
+            text = (root / relative).read_bytes().decode("utf-8-sig")
+        except (OSError, UnicodeDecodeError) as error:
+            log.info("%s: no slots read for recalled entries: %s", root / relative, error)
+            continue
+        for entry in parse_entries(relative, text):
+            if entry.id in wanted[relative] and entry.slot:
+                slots[entry.id] = entry.slot
+    return slots
 
 
 def _source_file(relative: str, data: bytes, stat: os.stat_result) -> SourceFile:

@@ -3,6 +3,7 @@ order the files were created in (and so whatever order a directory listing retur
 
 from __future__ import annotations
 
+import difflib
 import os
 import subprocess
 import sys
@@ -52,7 +53,14 @@ def test_two_processes_with_different_hash_seeds_write_the_same_bytes(
                 for name in ("tooling", "webshop")
             }
         )
-    assert outputs[0] == outputs[1]
+    for name in ("tooling", "webshop"):
+        first_text, second_text = (out[name].decode("utf-8") for out in outputs)
+        difference = "".join(
+            difflib.unified_diff(
+                first_text.splitlines(keepends=True), second_text.splitlines(keepends=True)
+            )
+        )
+        assert first_text == second_text, difference
     webshop = outputs[0]["webshop"].decode("utf-8")
     assert "<recalled_memory>" in webshop  # recall really took part
     for secret in SECRETS:
