@@ -65,10 +65,12 @@ from carryd.index.store import Batch, Store
 from carryd.index.sync import (
     EntryRow,
     FileRecord,
+    FileStat,
     accept_entries,
     diff_entries,
     plan,
     row_for,
+    stat_trusted,
 )
 from carryd.index.tokenize import terms
 
@@ -334,14 +336,16 @@ def _sync(
             work.problems.append(content)
             continue
         kept.add(path)
-        work.file_rows.append(
-            FileRecord(path, content.size, content.mtime_ns, content.sha256, now_ns)
-        )
+        fresh = FileRecord(path, content.size, content.mtime_ns, content.sha256, now_ns)
         record = indexed.get(path)
-        if record is not None and record.sha256 == content.sha256:
-            work.unchanged += 1  # touched, not changed: refresh the stat only
-        else:
+        if record is None or record.sha256 != content.sha256:
             work.texts[path] = content.text
+            work.file_rows.append(fresh)
+            continue
+        work.unchanged += 1  # same bytes: refresh the record only when that changes something
+        same_stat = (record.size, record.mtime_ns) == (fresh.size, fresh.mtime_ns)
+        if not same_stat or stat_trusted(fresh, FileStat(fresh.size, fresh.mtime_ns)):
+            work.file_rows.append(fresh)
     work.deleted_files = sorted(path for path in indexed if path not in kept)
 
     # 3. Parse what changed and diff it against the stored entries.
@@ -423,20 +427,23 @@ def _sync(
                 complete = identity_key
             elif diff.new or diff.changed or catch_up:
                 complete = ""
-        store.apply(
-            Batch(
-                upsert_entries=rows if first else (),
-                delete_entries=diff.removed if first else (),
-                postings=tuple(postings) if first else (),
-                identity=identity_key,
-                vectors=vectors,
-                drop_vectors=stale if first else (),
-                drop_other_identities=drop_other and first,
-                upsert_files=tuple(work.file_rows) if last else (),
-                delete_files=tuple(work.deleted_files) if last else (),
-                vectors_complete=complete,
-            )
+            if complete == store.meta("vectors_complete"):
+                complete = None
+        batch = Batch(
+            upsert_entries=rows if first else (),
+            delete_entries=diff.removed if first else (),
+            postings=tuple(postings) if first else (),
+            identity=identity_key,
+            vectors=vectors,
+            drop_vectors=stale if first else (),
+            drop_other_identities=drop_other and first,
+            upsert_files=tuple(work.file_rows) if last else (),
+            delete_files=tuple(work.deleted_files) if last else (),
+            vectors_complete=complete,
         )
+        # Nothing to write, no commit: the generation stays, so warm readers keep their caches.
+        if batch != Batch(identity=identity_key):
+            store.apply(batch)
 
     totals = store.counts()
     return SyncReport(

@@ -463,3 +463,14 @@ def test_model_keys_count_as_chosen_when_written_or_changed(tmp_path: Path, mode
     plain = dataclasses.replace(Settings(), model=ModelSettings(model_path=str(model_dir)))
     embedder, _ = load_embedder_for(plain, lazy=True)
     assert embedder is not None and embedder.identity.query_prefix == ""
+
+
+def test_a_sync_with_nothing_to_do_commits_nothing(small: Path, use_model: Path):
+    settings = load_settings(None, root=str(small))
+    with Store.open(settings.db_path) as store:
+        sync_root(settings, store=store)
+        sync_root(settings, store=store)  # refreshes the racily-clean stats once
+        generation = store.generation()
+        report = sync_root(settings, store=store)
+        assert (report.parsed, report.embedded, report.unchanged) == (0, 0, 3)
+        assert store.generation() == generation
