@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -319,8 +320,29 @@ def test_degraded_model_is_reported_and_carries_still_written(
     empty = tmp_path / "no-model"
     empty.mkdir()
     monkeypatch.setenv("CARRYD_MODEL_PATH", str(empty))
+    # Under systemd (Type=notify) the daemon says READY=1 once it serves, STOPPING=1 at stop.
+    notify_name = f"carryd-e2e-{os.getpid()}-{time.monotonic_ns()}"
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind("\0" + notify_name)
+    notify.settimeout(READY_TIMEOUT)
+    monkeypatch.setenv("NOTIFY_SOCKET", "@" + notify_name)
     root = make_root(tmp_path / "root")
-    daemon = daemons(root).wait_ready()
+    try:
+        daemon = daemons(root).wait_ready()
+        messages = [notify.recv(4096).decode()]
+        while "READY=1" not in messages[-1]:
+            messages.append(notify.recv(4096).decode())
+        assert f"MAINPID={daemon.pid}" in messages[-1]
+        run_degraded_checks(root, daemon)
+        assert "STOPPING=1" in notify.recv(4096).decode()
+    finally:
+        notify.close()
+    # Without a daemon the same truth comes from the model folder itself.
+    code, report = status(root)
+    assert code == 1 and report["model"]["degraded"]
+
+
+def run_degraded_checks(root: Path, daemon: Daemon) -> None:
     assert "alpha-0" in carry_file(root).read_text()
     code, report = status(root)
     assert code == 1
@@ -332,9 +354,6 @@ def test_degraded_model_is_reported_and_carries_still_written(
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["degraded"]
     assert daemon.stop() == 0
-    # Without a daemon the same truth comes from the model folder itself.
-    code, report = status(root)
-    assert code == 1 and report["model"]["degraded"]
 
 
 def test_kill_9_mid_sync_then_restart_leaves_a_consistent_index(
