@@ -6,7 +6,9 @@ and the lexical statistics, and reloads them only when `store.generation()` move
 
 1. runs the **lexical arm**: BM25 over the full-text postings (`Store.postings`);
 2. runs the **semantic arm**: the query (with the model's query prefix, `embed_query`) against
-   the **L0** vectors only, top `candidates_per_arm` by cosine;
+   the **L0** vectors only, top `candidates_per_arm` by cosine among those above the model's
+   calibrated floor — and not at all when the model cannot read the query (an English-only
+   model and a Chinese query; `SemanticCalibration.reads`);
 3. fuses them in rank space and decides per hit from absolute confidences (`fuse`).
 
 Scope: with a workspace W only W's entries and root-level entries are candidates — another
@@ -50,7 +52,6 @@ from carryd.index.lexical import LexicalStats, query_terms, search
 
 if TYPE_CHECKING:
     import numpy as np
-
     from carryd.daemon.config import Settings
     from carryd.index.embed import Embedder
     from carryd.index.store import EntryRow, Store
@@ -165,11 +166,17 @@ class Recaller:
                 if row.workspace is None or row.workspace == workspace
             )
         mask = None
-        if snapshot.matrix is not None:
+        if snapshot.matrix is not None and self._calibration is not None:
             import numpy as np
 
+            # An English-only model's cosine to a Chinese L0 means nothing: such entries are
+            # left to the lexical arm (see SemanticCalibration.reads).
+            calibration = self._calibration
             mask = np.fromiter(
-                (entry_id in allowed for entry_id in snapshot.vector_ids),
+                (
+                    entry_id in allowed and calibration.reads(snapshot.rows[entry_id].l0)
+                    for entry_id in snapshot.vector_ids
+                ),
                 dtype=bool,
                 count=len(snapshot.vector_ids),
             )
@@ -209,7 +216,9 @@ class Recaller:
         elif problem:
             answer["degraded"] = problem
         neighbours = (
-            self._neighbours(snapshot, allowed, arms) if recall_settings.parent_propagation else None
+            self._neighbours(snapshot, allowed, arms)
+            if recall_settings.parent_propagation
+            else None
         )
         fused = fuse(arms, min_confidence=threshold, k=recall_settings.rrf_k, neighbours=neighbours)
         chosen = [hit for hit in fused if hit.decision == "inject"][:wanted]
@@ -246,6 +255,11 @@ class Recaller:
             return None, None
         if snapshot.matrix is None:
             return None, snapshot.vector_problem
+        calibration = self._calibration
+        if not calibration.reads(query):
+            # The model cannot read this query (an English-only model, a Chinese query): the
+            # arm abstains rather than adding near-random candidates to the fusion.
+            return None, None
         import numpy as np
 
         try:
@@ -254,7 +268,11 @@ class Recaller:
         except _SEMANTIC_FAILURES as error:
             log.warning("recall: semantic arm failed, answering lexical-only: %s", error)
             return None, f"semantic arm failed: {error}"
-        positions = np.flatnonzero(mask) if mask is not None else np.arange(len(cosines))
+        # Only entries in scope whose cosine is above the model's floor are nominated.
+        eligible = cosines > calibration.floor
+        if mask is not None:
+            eligible &= mask
+        positions = np.flatnonzero(eligible)
         if positions.size == 0:
             return Arm("semantic", self._settings.recall.semantic_divisor, ()), None
         scoped = cosines[positions]
@@ -269,7 +287,6 @@ class Recaller:
             ((float(scoped[index]), snapshot.vector_ids[positions[index]]) for index in top),
             key=lambda item: (-item[0], item[1]),
         )[:limit]
-        calibration = self._calibration
         return (
             Arm(
                 "semantic",
@@ -419,7 +436,9 @@ class _InProcess:
             from carryd.daemon.indexing import load_embedder_for, open_store, sync_root
 
             missing_index = not self._settings.db_path.exists()
-            embedder, degraded = load_embedder_for(self._settings)
+            # Lazy: the ONNX session loads on the first query embedding, so `expand` never
+            # pays for it; a model that then fails to load degrades that answer.
+            embedder, degraded = load_embedder_for(self._settings, lazy=True)
             self._store = open_store(self._settings)
             if missing_index:
                 log.info("no index at %s yet: syncing the root once", self._settings.db_path)
@@ -561,7 +580,9 @@ def cmd_expand(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(answer, ensure_ascii=False, indent=2))
     else:
         for entry in answer["entries"]:
-            print(f"<!-- {entry['id']} {entry['path']}:{entry['line_start']}-{entry['line_end']} -->")
+            print(
+                f"<!-- {entry['id']} {entry['path']}:{entry['line_start']}-{entry['line_end']} -->"
+            )
             print(entry["text"].rstrip("\n"))
             print()
         for item in answer["missing"]:

@@ -32,7 +32,7 @@ import functools
 import re
 import unicodedata
 
-__all__ = ["terms", "stem", "STOPWORDS", "TOKENIZER_VERSION"]
+__all__ = ["terms", "stem", "cjk_share", "STOPWORDS", "TOKENIZER_VERSION"]
 
 TOKENIZER_VERSION = 2
 
@@ -156,3 +156,14 @@ def terms(text: str) -> list[str]:
         else:
             out.extend(_identifier_terms(ident))
     return out
+
+
+_CJK_CHAR = re.compile(rf"[{_CJK_CLASS}]")
+
+
+def cjk_share(text: str) -> float:
+    """Given text, return the share of its letters that are CJK (0.0 when it has no letters)."""
+    letters = sum(1 for char in text if char.isalpha())
+    if not letters:
+        return 0.0
+    return len(_CJK_CHAR.findall(text)) / letters

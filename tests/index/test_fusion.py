@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from carryd.index.fusion import (
     E5,
     GENERIC,
@@ -13,9 +10,12 @@ from carryd.index.fusion import (
     Arm,
     ArmCandidate,
     Neighbour,
+    SemanticCalibration,
     calibration_for,
     fuse,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def lexical(*items: tuple[str, float, float], divisor: float = 4.0) -> Arm:
@@ -163,6 +163,7 @@ def test_parent_propagation_only_when_too_few_and_only_when_asked() -> None:
         ("intfloat/e5-base-v2", E5),
         ("nreimers/MiniLM-L6-H384-uncased", MINILM),
         ("sentence-transformers/all-MiniLM-L6-v2", MINILM),
+        ("sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2", GENERIC),
         ("BAAI/bge-small-en", GENERIC),
     ],
 )
@@ -172,10 +173,28 @@ def test_calibration_follows_the_model(model: str, calibration: object) -> None:
 
 @pytest.mark.parametrize(
     ("cosine", "expected"),
-    [(-0.3, 0.0), (0.25, 0.0), (0.45, 0.5), (0.65, 1.0), (0.99, 1.0)],
+    [(-0.3, 0.0), (0.55, 0.0), (0.60, 0.5), (0.65, 1.0), (0.99, 1.0)],
 )
 def test_minilm_ramp(cosine: float, expected: float) -> None:
     assert MINILM.confidence(cosine) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("calibration", "text", "reads"),
+    [
+        (MINILM, "release pitfalls", True),
+        (MINILM, "发布时踩了哪些坑？", False),
+        (MINILM, "如何修复 ERR_CONN_RESET？", True),  # Latin letters outnumber the Han ones
+        (MINILM, "如何修复连接重置错误 ERR？", False),
+        (MINILM, "", True),
+        (E5, "发布时踩了哪些坑？", True),
+        (GENERIC, "发布时踩了哪些坑？", True),
+    ],
+)
+def test_an_english_only_model_does_not_read_chinese(
+    calibration: SemanticCalibration, text: str, reads: bool
+) -> None:
+    assert calibration.reads(text) is reads
 
 
 _ids = st.sampled_from([f"mem_{n}" for n in range(12)])
@@ -186,9 +205,7 @@ def arms(draw: st.DrawFn) -> list[Arm]:
     out = []
     for name in ("lexical", "semantic"):
         ids = draw(st.lists(_ids, unique=True, max_size=8))
-        confidences = draw(
-            st.lists(st.floats(0, 1), min_size=len(ids), max_size=len(ids))
-        )
+        confidences = draw(st.lists(st.floats(0, 1), min_size=len(ids), max_size=len(ids)))
         divisor = draw(st.sampled_from([2.0, 4.0, 8.0]))
         out.append(
             Arm(
@@ -196,7 +213,9 @@ def arms(draw: st.DrawFn) -> list[Arm]:
                 divisor,
                 tuple(
                     ArmCandidate(entry_id, rank, 1.0 - rank / 10, confidence)
-                    for rank, (entry_id, confidence) in enumerate(zip(ids, confidences), 1)
+                    for rank, (entry_id, confidence) in enumerate(
+                        zip(ids, confidences, strict=True), 1
+                    )
                 ),
             )
         )

@@ -6,14 +6,15 @@ import math
 from collections import Counter
 
 import pytest
+from carryd.index.lexical import LexicalStats, idf, query_terms, search
+from carryd.index.tokenize import terms
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from carryd.index.lexical import LexicalStats, idf, query_terms, search
-from carryd.index.tokenize import terms
 
-
-def build(documents: dict[str, str]) -> tuple[dict[str, dict[str, int]], dict[str, int], LexicalStats]:
+def build(
+    documents: dict[str, str],
+) -> tuple[dict[str, dict[str, int]], dict[str, int], LexicalStats]:
     """Given id → text, return postings, lengths and stats exactly as the store computes them."""
     postings: dict[str, dict[str, int]] = {}
     lengths: dict[str, int] = {}
@@ -83,7 +84,9 @@ def test_ranks_are_dense_and_ties_break_by_id() -> None:
         ("kubernetes ingress postgres", "mem_c", 0.15, 0.4),  # unseen terms weigh most
     ],
 )
-def test_confidence_is_idf_weighted_coverage(query: str, entry: str, low: float, high: float) -> None:
+def test_confidence_is_idf_weighted_coverage(
+    query: str, entry: str, low: float, high: float
+) -> None:
     hit = next(hit for hit in run(query) if hit.id == entry)
     assert low <= hit.confidence <= high
 
@@ -112,10 +115,14 @@ def test_matched_terms_are_reported_in_query_order() -> None:
 @given(
     st.dictionaries(
         st.sampled_from([f"mem_{n}" for n in range(8)]),
-        st.lists(st.sampled_from("alpha beta gamma delta 数据 向量 err_x".split()), max_size=12).map(" ".join),
+        st.lists(
+            st.sampled_from("alpha beta gamma delta 数据 向量 err_x".split()), max_size=12
+        ).map(" ".join),
         min_size=1,
     ),
-    st.lists(st.sampled_from("alpha beta gamma zeta 数据 err_x".split()), min_size=1, max_size=4).map(" ".join),
+    st.lists(
+        st.sampled_from("alpha beta gamma zeta 数据 err_x".split()), min_size=1, max_size=4
+    ).map(" ".join),
 )
 def test_confidence_in_unit_interval_and_rank_order_follows_bm25(
     documents: dict[str, str], query: str
@@ -124,5 +131,6 @@ def test_confidence_in_unit_interval_and_rank_order_follows_bm25(
     assert all(0.0 <= hit.confidence <= 1.0 for hit in hits)
     assert [hit.rank for hit in hits] == list(range(1, len(hits) + 1))
     assert all(
-        (earlier.bm25, later.id) >= (later.bm25, earlier.id) for earlier, later in zip(hits, hits[1:])
+        (earlier.bm25, later.id) >= (later.bm25, earlier.id)
+        for earlier, later in zip(hits, hits[1:], strict=False)
     )

@@ -5,10 +5,9 @@ from __future__ import annotations
 import unicodedata
 
 import pytest
+from carryd.index.tokenize import stem, terms
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from carryd.index.tokenize import stem, terms
 
 
 @pytest.mark.parametrize(
@@ -33,7 +32,10 @@ from carryd.index.tokenize import stem, terms
         ("库", ["库"]),
         ("用 Redis 替代", ["用", "redis", "替", "代", "替代"]),
         ("MySQL。", ["mysql", "my", "sql"]),
-        ("ｌｉｂ／ｉｎｄｅｘ．ｊｓ", ["lib/index.js", "index.js", "lib", "index", "js"]),  # full-width
+        (
+            "ｌｉｂ／ｉｎｄｅｘ．ｊｓ",
+            ["lib/index.js", "index.js", "lib", "index", "js"],
+        ),  # full-width
         ("ＥＲＲ＿ＣＯＮＮ＿ＲＥＳＥＴ", ["err_conn_reset", "err", "conn", "reset"]),
         ("ﬁnd", ["find"]),  # ligature
     ],

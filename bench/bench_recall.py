@@ -1,0 +1,415 @@
+"""Recall quality, negative controls and latency on the development sets (not run by CI).
+
+    .venv/bin/python bench/bench_recall.py [--data ../shared/data/dev] [--model DIR]
+        [--sets locomo,cmrc-trial] [--latency-entries 10000] [--no-latency]
+
+For each set the memory root is copied into a temp folder (the shared data is read-only) and
+indexed once with the real pipeline (`sync_root`, the offline test model unless --model says
+otherwise). Then, for every query of `queries.jsonl` (LoCoMo with its per-query workspace,
+CMRC at root level):
+
+- recall@1/5/10 (share of the query's gold entries in the top k; a hit matches a gold entry
+  when the path is equal and the line ranges overlap) and MRR@10, for
+  - lexical-only: our BM25 arm (`carryd.index.lexical`, our tokenizer) over full text,
+  - semantic-only: cosine of the query against the L0 vectors, best first,
+  - fused (ours): `Recaller.recall(..., min_confidence=0)` exactly as `carryd recall` runs,
+  - plain BM25: textbook BM25 with a plain tokenizer (lowercased ``\\w+`` words, single CJK
+    characters; no stemming, no identifier parts, no bigrams),
+  - plain equal-weight RRF: ``Σ 1/(60 + rank)`` over both arms' top 50, no gating;
+- the inject threshold: the share of real queries with a gold entry whose confidence passes
+  `min_confidence` next to the share of negative-control queries (bench/negative_queries_*.jsonl:
+  things the root does not contain) that still get an `inject` hit;
+- latency: p50/p95 of a warm `Recaller.recall` (model loaded, query embedding included) on a
+  root of about --latency-entries entries (LoCoMo's sessions copied into enough workspaces).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import json
+import math
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from carryd.daemon.config import Settings, parse_settings  # noqa: E402
+from carryd.daemon.indexing import load_embedder_for, open_store, sync_root  # noqa: E402
+from carryd.daemon.recalling import Recaller  # noqa: E402
+from carryd.index.entries import parse_entries  # noqa: E402
+from carryd.index.fusion import Arm, ArmCandidate, fuse  # noqa: E402
+from carryd.index.lexical import LexicalStats, query_terms, search  # noqa: E402
+
+SETS = {
+    "locomo": "negative_queries_locomo.jsonl",
+    "cmrc-trial": "negative_queries_cmrc.jsonl",
+}
+# The fused rows: the config defaults, and the divisors proposed for the test model.
+FUSED = {
+    "fused (ours)": {},
+    "fused, lex 8 / sem 2": {"lexical_divisor": 8.0, "semantic_divisor": 2.0},
+}
+METHODS = ("lexical-only", "semantic-only", *FUSED, "plain BM25", "plain RRF (equal)")
+TOP = 10
+ARM_DEPTH = 50
+
+
+@dataclasses.dataclass(frozen=True)
+class Span:
+    path: str
+    line_start: int
+    line_end: int
+
+    def overlaps(self, other: Span) -> bool:
+        return (
+            self.path == other.path
+            and self.line_start <= other.line_end
+            and other.line_start <= self.line_end
+        )
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def metrics(ranked: Sequence[Span], gold: Sequence[Span]) -> tuple[float, float, float, float]:
+    """Given a ranked list and the gold spans, return recall@1, @5, @10 and MRR@10."""
+
+    def found(depth: int) -> float:
+        top = ranked[:depth]
+        return sum(any(g.overlaps(hit) for hit in top) for g in gold) / len(gold)
+
+    reciprocal = next(
+        (
+            1.0 / position
+            for position, hit in enumerate(ranked[:TOP], 1)
+            if any(g.overlaps(hit) for g in gold)
+        ),
+        0.0,
+    )
+    return found(1), found(5), found(10), reciprocal
+
+
+# --- the plain BM25 baseline ---------------------------------------------------------------
+
+_PLAIN = re.compile(
+    r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"
+)
+
+
+def plain_terms(text: str) -> list[str]:
+    return _PLAIN.findall(text.lower())
+
+
+class PlainBM25:
+    """Textbook BM25 (k1=1.2, b=0.75) over a plain tokenizer; the baseline, not our arm."""
+
+    def __init__(self, documents: dict[str, str]) -> None:
+        self.postings: dict[str, dict[str, int]] = collections.defaultdict(dict)
+        self.lengths: dict[str, int] = {}
+        for entry_id, text in documents.items():
+            counts = collections.Counter(plain_terms(text))
+            self.lengths[entry_id] = sum(counts.values())
+            for term, frequency in counts.items():
+                self.postings[term][entry_id] = frequency
+        self.count = len(documents)
+        self.average = sum(self.lengths.values()) / max(self.count, 1)
+
+    def rank(self, query: str, allowed: set[str], depth: int) -> list[str]:
+        scores: dict[str, float] = collections.defaultdict(float)
+        for term in set(plain_terms(query)):
+            posting = self.postings.get(term, {})
+            weight = math.log(1 + (self.count - len(posting) + 0.5) / (len(posting) + 0.5))
+            for entry_id, frequency in posting.items():
+                if entry_id in allowed:
+                    norm = 1.2 * (0.25 + 0.75 * self.lengths[entry_id] / self.average)
+                    scores[entry_id] += weight * frequency * 2.2 / (frequency + norm)
+        return sorted(scores, key=lambda entry_id: (-scores[entry_id], entry_id))[:depth]
+
+
+# --- one set -------------------------------------------------------------------------------
+
+
+def settings_for(root: Path, model: Path, **recall: Any) -> Settings:
+    data: dict[str, Any] = {"root": str(root), "model": {"model_path": str(model)}}
+    if recall:
+        data["recall"] = recall
+    return parse_settings(data)
+
+
+def index_copy(source: Path, work: Path, model: Path) -> tuple[Settings, float]:
+    root = work / source.parent.name
+    shutil.copytree(source, root)
+    settings = settings_for(root, model)
+    started = time.perf_counter()
+    report = sync_root(settings)
+    elapsed = time.perf_counter() - started
+    print(
+        f"  indexed {report.files} files, {report.entries} entries in {elapsed:.1f} s"
+        f" (degraded: {report.degraded})"
+    )
+    return settings, elapsed
+
+
+def evaluate_set(name: str, data_dir: Path, model: Path, work: Path) -> dict[str, Any]:
+    """Given one development set, return every figure the report prints for it."""
+    import numpy as np
+
+    print(f"\n== {name}")
+    settings, _ = index_copy(data_dir / name / "memory", work, model)
+    queries = read_jsonl(data_dir / name / "queries.jsonl")
+    negatives = read_jsonl(REPO / "bench" / SETS[name])
+    embedder, degraded = load_embedder_for(settings)
+    store = open_store(settings)
+    try:
+        recaller = Recaller(settings, store, embedder, degraded)
+        variants = {
+            name: Recaller(
+                dataclasses.replace(
+                    settings, recall=dataclasses.replace(settings.recall, **changes)
+                ),
+                store,
+                embedder,
+                degraded,
+            )
+            for name, changes in FUSED.items()
+        }
+        rows = {row.id: row for row in store.entries()}
+        span = {
+            entry_id: Span(row.path, row.line_start, row.line_end) for entry_id, row in rows.items()
+        }
+        documents = {}
+        for path in sorted({row.path for row in rows.values()}):
+            text = (settings.root_path / path).read_text(encoding="utf-8")
+            documents.update({entry.id: entry.text for entry in parse_entries(path, text)})
+        plain = PlainBM25(documents)
+        doc_count, average = store.lexical_stats()
+        stats = LexicalStats(doc_count, average)
+        lengths = {entry_id: row.doc_len for entry_id, row in rows.items()}
+        assert embedder is not None, degraded
+        vector_ids, matrix = store.vectors(embedder.identity.key())
+        threshold = settings.recall.min_confidence
+
+        def scope(workspace: str | None) -> set[str]:
+            return {
+                entry_id
+                for entry_id, row in rows.items()
+                if workspace is None or row.workspace in (None, workspace)
+            }
+
+        def lexical_ranked(query: str, allowed: set[str]) -> list[str]:
+            terms = query_terms(query)
+            hits = search(
+                terms, store.postings(terms), lengths, stats, allowed=allowed, limit=ARM_DEPTH
+            )
+            return [hit.id for hit in hits]
+
+        def semantic_ranked(query: str, allowed: set[str]) -> list[str]:
+            cosines = matrix @ np.asarray(embedder.embed_query(query), dtype=np.float32)
+            order = sorted(
+                (position for position, entry_id in enumerate(vector_ids) if entry_id in allowed),
+                key=lambda position: (-float(cosines[position]), vector_ids[position]),
+            )
+            return [vector_ids[position] for position in order[:ARM_DEPTH]]
+
+        def plain_rrf(lexical: list[str], semantic: list[str]) -> list[str]:
+            arms = [
+                Arm(
+                    "lexical",
+                    1.0,
+                    tuple(ArmCandidate(i, r, 0.0, 0.0) for r, i in enumerate(lexical, 1)),
+                ),
+                Arm(
+                    "semantic",
+                    1.0,
+                    tuple(ArmCandidate(i, r, 0.0, 0.0) for r, i in enumerate(semantic, 1)),
+                ),
+            ]
+            candidates = {*lexical, *semantic}
+            if len(candidates) < 3:  # the raw-order rule would apply; plain RRF has none
+                return lexical + [i for i in semantic if i not in lexical]
+            return [hit.id for hit in fuse(arms, min_confidence=0.0)]
+
+        results: dict[str, list[tuple[float, float, float, float]]] = {m: [] for m in METHODS}
+        gold_passes = []
+        answered_gold = []
+        for item in queries:
+            workspace = item.get("workspace")
+            gold = [Span(g["path"], g["line_start"], g["line_end"]) for g in item["gold"]]
+            allowed = scope(workspace)
+            lexical = lexical_ranked(item["query"], allowed)
+            semantic = semantic_ranked(item["query"], allowed)
+            answer = recaller.recall(
+                item["query"], workspace=workspace, limit=100, min_confidence=0.0
+            )
+            ranked = {
+                "lexical-only": lexical,
+                "semantic-only": semantic,
+                **{
+                    name: [
+                        hit["id"]
+                        for hit in variant.recall(
+                            item["query"], workspace=workspace, limit=TOP, min_confidence=0.0
+                        )["hits"]
+                    ]
+                    for name, variant in variants.items()
+                },
+                "plain BM25": plain.rank(item["query"], allowed, TOP),
+                "plain RRF (equal)": plain_rrf(lexical, semantic),
+            }
+            for method, ids in ranked.items():
+                results[method].append(metrics([span[i] for i in ids], gold))
+            gold_passes.append(
+                any(
+                    hit["confidence"] >= threshold
+                    and any(g.overlaps(span[hit["id"]]) for g in gold)
+                    for hit in answer["hits"]
+                )
+            )
+            default = recaller.recall(item["query"], workspace=workspace)
+            answered_gold.append(
+                any(any(g.overlaps(span[hit["id"]]) for g in gold) for hit in default["hits"])
+            )
+        negative_hits = []
+        for item in negatives:
+            answer = recaller.recall(item["query"], workspace=item.get("workspace"))
+            negative_hits.append(bool(answer["hits"]))
+            if answer["hits"]:
+                best = answer["hits"][0]
+                arms = {
+                    arm: round(evidence["confidence"], 2)
+                    for arm, evidence in best["arms"].items()
+                    if evidence is not None
+                }
+                print(
+                    f"  negative with an inject hit: {item['query']!r} → {best['l0'][:60]!r}"
+                    f" (confidence {best['confidence']:.2f}, arms {arms})"
+                )
+        table = {
+            method: [statistics.fmean(column) for column in zip(*rows_, strict=True)]
+            for method, rows_ in results.items()
+        }
+        print(f"  {'method':20s} {'R@1':>6s} {'R@5':>6s} {'R@10':>6s} {'MRR@10':>7s}")
+        for method, values in table.items():
+            print(
+                f"  {method:20s} "
+                + " ".join(f"{value:6.3f}" for value in values[:3])
+                + f" {values[3]:7.3f}"
+            )
+        figures = {
+            "queries": len(queries),
+            "table": table,
+            "threshold": threshold,
+            "gold_passes": statistics.fmean(gold_passes),
+            "default_answer_has_gold": statistics.fmean(answered_gold),
+            "negatives": len(negatives),
+            "negative_inject_share": statistics.fmean(negative_hits),
+        }
+        print(
+            f"  min_confidence {threshold}: real queries whose gold entry passes: "
+            f"{figures['gold_passes']:.1%}; default answer (limit {settings.recall.limit}) holds a"
+            f" gold entry: {figures['default_answer_has_gold']:.1%}; negative controls with an"
+            f" inject hit: {figures['negative_inject_share']:.1%} of {len(negatives)}"
+        )
+        best_single = max(table["lexical-only"][1], table["semantic-only"][1])
+        for name in FUSED:
+            print(f"  {name} R@5 {table[name][1]:.3f} vs best single arm {best_single:.3f}")
+        return figures
+    finally:
+        store.close()
+
+
+# --- latency -------------------------------------------------------------------------------
+
+
+def latency(
+    data_dir: Path, model: Path, work: Path, entries: int, rounds: int = 200
+) -> dict[str, float]:
+    """Given a target size, build a root of about that many entries and time warm recalls."""
+    print(f"\n== latency at ~{entries} entries")
+    source = data_dir / "locomo" / "memory"
+    per_copy = sum(
+        len(parse_entries(path.relative_to(source).as_posix(), path.read_text(encoding="utf-8")))
+        for path in source.rglob("*.md")
+    )
+    copies = max(1, math.ceil(entries / per_copy))
+    root = work / "latency"
+    for copy in range(copies):
+        for conversation in sorted(p for p in source.iterdir() if p.is_dir()):
+            shutil.copytree(conversation, root / f"{conversation.name}-{copy:02}")
+    settings = settings_for(root, model)
+    started = time.perf_counter()
+    report = sync_root(settings)
+    print(f"  indexed {report.entries} entries in {time.perf_counter() - started:.1f} s")
+    queries = read_jsonl(data_dir / "locomo" / "queries.jsonl")
+    embedder, degraded = load_embedder_for(settings)
+    store = open_store(settings)
+    try:
+        recaller = Recaller(settings, store, embedder, degraded)
+        recaller.recall("warm up", workspace=None)
+        timings = []
+        for position in range(rounds):
+            item = queries[position % len(queries)]
+            workspace = f"{item['workspace']}-{position % copies:02}" if position % 2 else None
+            began = time.perf_counter()
+            recaller.recall(item["query"], workspace=workspace)
+            timings.append((time.perf_counter() - began) * 1000)
+        embed_times = []
+        for item in queries[:50]:
+            began = time.perf_counter()
+            embedder.embed_query(item["query"])  # type: ignore[union-attr]
+            embed_times.append((time.perf_counter() - began) * 1000)
+    finally:
+        store.close()
+    timings.sort()
+    figures = {
+        "entries": float(report.entries),
+        "p50_ms": statistics.median(timings),
+        "p95_ms": timings[int(0.95 * (len(timings) - 1))],
+        "embed_p50_ms": statistics.median(embed_times),
+    }
+    print(
+        f"  warm recall over {report.entries} entries: p50 {figures['p50_ms']:.1f} ms, "
+        f"p95 {figures['p95_ms']:.1f} ms (query embedding alone p50 "
+        f"{figures['embed_p50_ms']:.1f} ms)"
+    )
+    return figures
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "dev")
+    parser.add_argument("--model", type=Path, help="model folder (default: the offline test model)")
+    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--latency-entries", type=int, default=10_000)
+    parser.add_argument("--no-latency", action="store_true")
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    with tempfile.TemporaryDirectory(prefix="carryd-bench-") as temp:
+        work = Path(temp)
+        model = args.model
+        if model is None:
+            from tests.testmodel import build_test_model
+
+            model = build_test_model(work / "model")
+        print(f"model: {model}")
+        for name in args.sets.split(","):
+            evaluate_set(name, args.data, model, work)
+        if not args.no_latency:
+            latency(args.data, model, work, args.latency_entries)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
