@@ -286,7 +286,7 @@ class Daemon:
         from carryd.daemon.scheduler import Scheduler
         from carryd.daemon.status import DaemonState
         from carryd.daemon.watcher import Watcher
-        from carryd.daemon.worker import Indexer, Worker
+        from carryd.daemon.worker import Indexer, Worker, release_memory
 
         settings = self.settings
         previous_handlers = self._install_signals()
@@ -305,6 +305,7 @@ class Daemon:
                 log.warning("model unavailable, recall is lexical-only: %s", degraded)
             else:
                 log.info("model loaded in %.2f s", time.monotonic() - started)
+            release_memory()  # loading the model frees far more than it keeps
 
             store = open_store(settings)
             if store.recovered:

@@ -313,6 +313,30 @@ def workspaces_for_carry(
     return tuple(sorted(wanted & present))
 
 
+def release_memory() -> None:
+    """Hand freed heap back to the OS (glibc's malloc_trim; elsewhere nothing).
+
+    Loading the model and embedding a large batch free much more than they keep; glibc keeps
+    the freed pages, which a long-lived daemon would carry as idle RSS forever.
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name:
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
+
+
+# Embeddings in one sync above which the worker trims the heap afterwards.
+TRIM_AFTER_EMBEDDED = 64
+
+
 class Indexer:
     """Apply batches and tasks against the index and the carries (one per worker thread)."""
 
@@ -397,6 +421,8 @@ class Indexer:
                 store=self.store,
                 recaller=self.recaller(),
             )
+        if paths is None or getattr(report, "embedded", 0) >= TRIM_AFTER_EMBEDDED:
+            release_memory()
         seconds = time.monotonic() - started
         self.state.record_sync(
             kind=kind,
