@@ -287,9 +287,10 @@ class Store:
 
     def file_paths_under(self, folder: str) -> list[str]:
         """Given a relative folder, return the indexed paths inside it."""
-        prefix = folder.rstrip("/") + "/"
+        base = folder.rstrip("/")
+        # A key range ("a/" <= path < "a0", "0" following "/"), so the primary key serves it.
         rows = self._query(
-            "SELECT path FROM files WHERE substr(path, 1, ?) = ?", (len(prefix), prefix)
+            "SELECT path FROM files WHERE path >= ? AND path < ?", (base + "/", base + "0")
         )
         return [row[0] for row in rows]
 
@@ -309,7 +310,8 @@ class Store:
     def vector_hashes(self, identity_key: str, ids: Iterable[str]) -> dict[str, str]:
         """Given an identity and entry ids, return id -> L0 hash of their vectors of it."""
         rows = self._query(
-            f"SELECT entry_id, l0_hash FROM vectors WHERE identity = ? AND entry_id IN {IDS_IN}",
+            # "+identity": look ids up by primary key; the identity index matches every row.
+            f"SELECT entry_id, l0_hash FROM vectors WHERE +identity = ? AND entry_id IN {IDS_IN}",
             (identity_key, _ids(ids)),
         )
         return {entry_id: l0_hash for entry_id, l0_hash in rows}
