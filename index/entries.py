@@ -144,7 +144,9 @@ def _front_matter_end(lines: list[str]) -> int:
 
 
 def _is_blank(line: str) -> bool:
-    return not line.strip()
+    """CommonMark's blank line: nothing but spaces and tabs (str.strip would also eat \x0c,
+    \x85, \x1f…, which markdown-it reads as text)."""
+    return not line.strip(" \t")
 
 
 def _trim_end(lines: list[str], start: int, end: int) -> int:

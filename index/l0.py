@@ -29,18 +29,20 @@ import unicodedata
 from collections.abc import Iterator
 from typing import Literal
 
-import regex
 from carryd.index.redact import redact
 
 L0Source = Literal["heading", "firstSentence", "truncate"]
 
 ELLIPSIS = "…"
+# How much of a block (or heading) is read for its L0: enough for any sentence that fits,
+# and a bound on the cost of pathological Markdown.
+_LEAD_LIMIT = 4000
+_TRAILING_JUNK = frozenset(" \t,;:、，；：—–-([（【")
 _SEPARATOR = " — "
 # A word boundary this far into the budget is worth cutting at; nearer the start it costs
 # too much of the abstract, so cut mid-word (still on a grapheme boundary).
 _WORD_BOUNDARY_MIN_SHARE = 0.6
 
-_GRAPHEME = regex.compile(r"\X")
 
 # ---------------------------------------------------------------------------------------------
 # Headings that are not abstracts.
@@ -83,23 +85,24 @@ _LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+(?:\[[ xX]\][ \t]
 _THEMATIC_BREAK = re.compile(r"^ {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$")
 _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*$")
 _TABLE_DELIMITER = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
-# (one of these must occur for the rule to apply, pattern, replacement)
+_CODE_SPAN = re.compile(r"(`+)(.{1,2000}?)\1", re.DOTALL)
+# (one of these must occur for the rule to apply, pattern, replacement). Spans are bounded
+# so that unclosed markers cost linear, not quadratic, time.
 _INLINE_RULES: tuple[tuple[tuple[str, ...], re.Pattern[str], str], ...] = (
-    (("]",), re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),  # image → its alt text
-    (("]",), re.compile(r"\[([^\]]+)\]\([^)]*\)"), r"\1"),  # link → its text
-    (("]",), re.compile(r"\[([^\]]+)\]\[[^\]]*\]"), r"\1"),  # reference link → its text
+    (("]",), re.compile(r"!\[([^\]]{0,500})\]\([^)]{0,2000}\)"), r"\1"),  # image → its alt text
+    (("]",), re.compile(r"\[([^\]]{1,500})\]\([^)]{0,2000}\)"), r"\1"),  # link → its text
+    (("]",), re.compile(r"\[([^\]]{1,500})\]\[[^\]]{0,500}\]"), r"\1"),  # reference link → its text
     (("<",), re.compile(r"<((?:https?|mailto|ftp):[^>\s]+)>"), r"\1"),  # autolink → the address
-    (("<",), re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>"), ""),  # inline HTML tags
+    (("<",), re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]{0,500})?/?>"), ""),  # inline HTML tags
     (
         ("**", "__", "~~"),
-        re.compile(r"(\*\*|__|~~)(?=\S)(.+?)(?<=\S)\1"),
+        re.compile(r"(\*\*|__|~~)(?=\S)(.{1,500}?)(?<=\S)\1"),
         r"\2",
     ),  # strong, strikethrough
-    (("*",), re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])"), r"\1"),  # *emphasis*
+    (("*",), re.compile(r"(?<![\w*])\*(?=\S)(.{1,500}?)(?<=\S)\*(?![\w*])"), r"\1"),  # *emphasis*
     (
         ("_",),
-        re.compile(r"(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])"),
+        re.compile(r"(?<![\w_])_(?=\S)(.{1,500}?)(?<=\S)_(?![\w_])"),
         r"\1",
     ),  # _emphasis_, not snake_case
     (("\\",), re.compile(r"\\([!-/:-@\[-`{-~])"), r"\1"),  # backslash escapes
@@ -129,7 +132,7 @@ def _strip_inline(text: str) -> str:
 
 def plain_heading(heading: str) -> str:
     """Given a heading's text (with or without its leading #s), return it as plain text."""
-    heading = _HTML_COMMENT.sub(" ", heading).strip()
+    heading = _HTML_COMMENT.sub(" ", heading[:_LEAD_LIMIT]).strip()
     heading = _ATX_CLOSE.sub("", _ATX_OPEN.sub("", heading))
     return plain_inline(heading)
 
@@ -194,7 +197,9 @@ def _lead_block(body: str) -> str:
             if first_code is None and raw.strip():
                 first_code = raw
             continue
-        redacted = redact(raw)
+        # Redact the whole block (a key block may run past any limit), then read only its
+        # start: the L0 needs about a sentence, and the rest cannot change it.
+        redacted = redact(raw)[:_LEAD_LIMIT]
         text = plain_inline(redacted)
         if text != " ".join(redacted.split()):
             # Removing markup joined what it separated; a secret might have been split by it.
@@ -203,7 +208,7 @@ def _lead_block(body: str) -> str:
             return text
     if first_code is None:
         return ""
-    return redact(" ".join(redact(first_code).split()))
+    return redact(" ".join(redact(first_code)[:_LEAD_LIMIT].split()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,6 +237,79 @@ def first_sentence(text: str) -> str:
     return text.strip()
 
 
+# Grapheme boundaries (UAX #29), only as far as a safe cut needs them: `_cut_allowed` may
+# refuse a real boundary (cutting a little earlier is harmless) but never allows a cut inside
+# an extended grapheme cluster. Written on unicodedata rather than the `regex` module's \X
+# because `regex` is not a dependency of carryd (it only arrives with the test extras);
+# tests/index/test_properties.py checks every allowed cut against \X.
+_ZWJ = "\u200d"
+_PREPEND = frozenset(
+    [*range(0x0600, 0x0606), 0x06DD, 0x070F, 0x0890, 0x0891, 0x08E2, 0x0D4E, 0x110BD, 0x110CD]
+    + [0x111C2, 0x111C3, 0x1193F, 0x11941, 0x11A3A, *range(0x11A84, 0x11A8A), 0x11D46, 0x11F02]
+)
+_JOINS_PREVIOUS = frozenset(
+    # ZWNJ, Thai/Lao AM (SpacingMark), halfwidth voiced marks; emoji skin tones; tag characters
+    [0x200C, 0x0E33, 0x0EB3, 0xFF9E, 0xFF9F, *range(0x1F3FB, 0x1F400), *range(0xE0020, 0xE0080)]
+)
+_REGIONAL_INDICATORS = range(0x1F1E6, 0x1F200)
+
+
+def _hangul_type(character: str) -> str:
+    code = ord(character)
+    if 0x1100 <= code <= 0x115F or 0xA960 <= code <= 0xA97C:
+        return "L"
+    if 0x1160 <= code <= 0x11A7 or 0xD7B0 <= code <= 0xD7C6:
+        return "V"
+    if 0x11A8 <= code <= 0x11FF or 0xD7CB <= code <= 0xD7FB:
+        return "T"
+    if 0xAC00 <= code <= 0xD7A3:
+        return "LV" if (code - 0xAC00) % 28 == 0 else "LVT"
+    return ""
+
+
+def _joins_previous(character: str) -> bool:
+    """Whether a character always belongs to the cluster before it (Extend, ZWJ,
+    SpacingMark), or might in a newer Unicode than this Python knows (unassigned)."""
+    return (
+        character == _ZWJ
+        or ord(character) in _JOINS_PREVIOUS
+        or unicodedata.category(character) in ("Mn", "Me", "Mc", "Cn")
+    )
+
+
+def _cut_allowed(text: str, index: int) -> bool:
+    """Given a text and an index inside it, return whether cutting at index splits no
+    grapheme cluster (conservatively)."""
+    if index <= 0 or index >= len(text):
+        return True
+    before, after = text[index - 1], text[index]
+    if _joins_previous(after) or before == _ZWJ or ord(before) in _PREPEND:
+        return False
+    if before == "\r" and after == "\n":
+        return False
+    hangul_before, hangul_after = _hangul_type(before), _hangul_type(after)
+    if hangul_before and hangul_after:
+        if hangul_before == "L" or (hangul_before in ("LV", "V") and hangul_after in ("V", "T")):
+            return False
+        if hangul_before in ("LVT", "T") and hangul_after == "T":
+            return False
+    if ord(before) in _REGIONAL_INDICATORS and ord(after) in _REGIONAL_INDICATORS:
+        run = 0
+        while index - run - 1 >= 0 and ord(text[index - run - 1]) in _REGIONAL_INDICATORS:
+            run += 1
+        return run % 2 == 0  # flags pair up from the start of the run
+    if after.isalpha():
+        # Indic conjuncts (GB9c): a virama, maybe followed by marks, joins the next letter.
+        position = index - 1
+        while position > 0 and unicodedata.category(text[position]) in ("Mn", "Me"):
+            if unicodedata.combining(text[position]) == 9:
+                return False
+            position -= 1
+        if unicodedata.combining(text[position]) == 9:
+            return False
+    return True
+
+
 def truncate(text: str, max_chars: int) -> str:
     """Given a text and a limit, return the text if it fits, else its longest prefix that
     ends on a grapheme boundary (preferring a nearby word boundary) plus "…", within the limit."""
@@ -240,16 +318,16 @@ def truncate(text: str, max_chars: int) -> str:
     if max_chars < 1:
         return ""
     budget = max_chars - len(ELLIPSIS)
-    cut = 0
-    for grapheme in _GRAPHEME.finditer(text):  # lazy: stops at the budget
-        if grapheme.end() > budget:
-            break
-        cut = grapheme.end()
+    cut = budget
+    while cut > 0 and not _cut_allowed(text, cut):
+        cut -= 1
     if 0 < cut < len(text) and _in_word(text[cut - 1]) and _in_word(text[cut]):
         space = text.rfind(" ", 0, cut)
-        if space >= budget * _WORD_BOUNDARY_MIN_SHARE:
+        if space >= budget * _WORD_BOUNDARY_MIN_SHARE and _cut_allowed(text, space):
             cut = space
-    head = text[:cut].rstrip(" \t,;:、，；：—–-([（【")
+    head = text[:cut]
+    while head and head[-1] in _TRAILING_JUNK and _cut_allowed(text, len(head) - 1):
+        head = head[:-1]
     return head + ELLIPSIS
 
 

@@ -215,3 +215,21 @@ def test_date_heading_entries_take_their_first_sentence() -> None:
 def test_lone_surrogates_and_nul_do_not_break_parsing() -> None:
     entries = parse_entries("a.md", "# A\ud800\nx\x00y\n")
     assert len(entries) == 1 and entries[0].text == "# A\ud800\nx\x00y"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(" _a" * 10000, id="unclosed-underscores"),
+        pytest.param("**a __b ~~c " * 3000, id="unclosed-strong"),
+        pytest.param("[a](" * 10000, id="unclosed-links"),
+        pytest.param("`a ``b " * 5000, id="backtick-runs"),
+        pytest.param("> " * 3000 + "x", id="deep-quote"),
+        pytest.param("-----BEGIN PRIVATE KEY-----\n" * 2000, id="key-headers"),
+        pytest.param("# " + " _a" * 10000, id="huge-heading"),
+    ],
+)
+def test_pathological_markdown_parses_in_linear_time(text: str) -> None:
+    """Unclosed markers once made L0 extraction quadratic (minutes for 200 KB)."""
+    entries = parse_entries("a.md", text)
+    assert len(entries) == 1 and len(entries[0].l0) <= 100

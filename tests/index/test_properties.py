@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 
-import regex
+import pytest
 from carryd.index.entries import Entry, parse_entries
-from carryd.index.l0 import extract_l0, truncate
+from carryd.index.l0 import _cut_allowed, extract_l0, truncate
 from carryd.index.redact import redact
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -116,8 +116,8 @@ def _check_entry(entry: Entry, lines: list[str]) -> None:
     assert len(entry.l0) <= 100 and "\n" not in entry.l0
     assert entry.id.startswith("mem_") and len(entry.id) == 36
     assert entry.l0_source in ("heading", "firstSentence", "truncate")
-    assert entry.text.strip()  # an entry is never blank lines only
-    assert not entry.text.split("\n")[-1].strip() == ""  # trimmed of trailing blank lines
+    # Never blank lines only, and trimmed of trailing blank lines (CommonMark: spaces, tabs).
+    assert entry.text.split("\n")[-1].strip(" \t")
 
 
 # --- parsing ---------------------------------------------------------------------------------
@@ -222,7 +222,49 @@ def test_l0_is_bounded_and_one_line(heading: str | None, body: str, max_chars: i
     assert source in ("heading", "firstSentence", "truncate")
 
 
-GRAPHEME_TEXT = st.lists(st.one_of(WORD, st.text(max_size=3)), max_size=80).map("".join)
+TRICKY = st.sampled_from(
+    [
+        "\u0301",
+        "\u093c",
+        "\u094d",
+        "\u0915",
+        "\u0924",
+        "\u0bbe",
+        "\u0e33",
+        "\u0600",
+        "\u200d",
+        "\u200c",
+        "\ufe0f",
+        "\U0001f3fd",
+        "\U0001f1e8",
+        "\U0001f1f3",
+        "\U000e0067",
+        "\u1100",
+        "\u1161",
+        "\u11a8",
+        "\uac00",
+        "\uac01",
+        "\uff9e",
+        "\r",
+        "\n",
+        "\x00",
+        "👨",
+        "👩",
+        "🏳",
+        "a",
+        " ",
+        "中",
+    ]
+)
+GRAPHEME_TEXT = st.lists(st.one_of(TRICKY, TRICKY, WORD, st.text(max_size=3)), max_size=80).map(
+    "".join
+)
+
+
+def _grapheme_boundaries(text: str) -> set[int]:
+    # The `regex` module implements UAX #29 fully; it is present with the test extras.
+    regex = pytest.importorskip("regex")
+    return {0} | {match.end() for match in regex.finditer(r"\X", text)}
 
 
 @FAST
@@ -235,8 +277,16 @@ def test_truncate_cuts_on_grapheme_boundaries(text: str, max_chars: int) -> None
     assert result.endswith("…")
     kept = result[:-1]
     assert text.startswith(kept)
-    boundaries = {0} | {match.end() for match in regex.finditer(r"\X", text)}
-    assert len(kept) in boundaries
+    assert len(kept) in _grapheme_boundaries(text)
+
+
+@FAST
+@given(GRAPHEME_TEXT)
+def test_allowed_cuts_are_grapheme_boundaries(text: str) -> None:
+    boundaries = _grapheme_boundaries(text)
+    for index in range(len(text) + 1):
+        if _cut_allowed(text, index):
+            assert index in boundaries, (text, index)
 
 
 # --- redaction -------------------------------------------------------------------------------
