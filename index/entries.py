@@ -8,7 +8,8 @@ code, not a heading. Headings nested in a list or quote are part of their block,
 boundaries. Blank lines between blocks
 belong to no entry; ranges are 1-based, inclusive, trimmed of trailing blank lines and never
 overlap. YAML front matter (`---` … `---` at the very top) is not an entry. CRLF and CR line
-ends count as line ends; an entry's `text` joins its lines with "\\n".
+ends count as line ends; an entry's `text` joins its lines with "\\n" (a leading byte-order
+mark is dropped).
 
 Ids: an explicit `<!-- mem_<32 hex> -->` comment in the entry (outside code) wins; when two
 entries of a file carry the same explicit id, the first keeps it. Otherwise the id is derived
@@ -44,6 +45,7 @@ _SLOT = re.compile(r"<!--[ \t]*slot:[ \t]*(.*?)[ \t]*-->")
 _METADATA_ONLY = re.compile(
     r"^\s*(?:<!--[ \t]*(?:mem_[0-9a-fA-F]{32}|slot:.*?)[ \t]*-->\s*)+$", re.DOTALL
 )
+_BOM = "\ufeff"
 _FRONT_MATTER_OPEN = "---"
 _FRONT_MATTER_CLOSE = ("---", "...")
 
@@ -91,6 +93,9 @@ def parse_entries(path: str, text: str) -> tuple[Entry, ...]:
     lines = _split_lines(text)
     if not lines:
         return ()
+    if lines[0].startswith(_BOM):
+        # Editors on Windows save one; markdown-it would read "\ufeff# Title" as a paragraph.
+        lines = [lines[0][len(_BOM) :], *lines[1:]]
     front_matter_end = _front_matter_end(lines)
     parse_lines = [""] * front_matter_end + lines[front_matter_end:]
     tokens = _PARSER.parse("\n".join(parse_lines) + "\n")

@@ -228,7 +228,7 @@ def first_sentence(text: str) -> str:
     sentence ends inside it)."""
     for match in _SENTENCE_END.finditer(text):
         if match.group().startswith("."):
-            word = text[: match.start()].rsplit(None, 1)[-1:] or [""]
+            word = text[max(0, match.start() - 16) : match.start()].rsplit(None, 1)[-1:] or [""]
             if word[0].lower().lstrip("(\"'") in _ABBREVIATIONS:
                 continue
         sentence = text[: match.end()].strip()

@@ -90,6 +90,8 @@ def _shape(entries: tuple[Entry, ...]) -> list[tuple[int, int, tuple[str, ...]]]
             id="trailing-anchor-joins-previous-block",
         ),
         pytest.param("no trailing newline", [(1, 1, ())], id="no-final-newline"),
+        pytest.param("\ufeff# Title\nbody\n", [(1, 2, ("Title",))], id="byte-order-mark"),
+        pytest.param("\ufeff---\na: 1\n---\n# T\n", [(4, 4, ("T",))], id="bom-front-matter"),
     ],
 )
 def test_entry_line_ranges_and_heading_paths(
