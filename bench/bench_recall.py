@@ -280,6 +280,22 @@ def evaluate_set(name: str, data_dir: Path, model: Path, work: Path) -> dict[str
             answered_gold.append(
                 any(any(g.overlaps(span[hit["id"]]) for g in gold) for hit in default["hits"])
             )
+        # P4: five L0 abstracts against the same five entries expanded to full text.
+        l0_chars = full_chars = 0
+        for item in queries[:200]:
+            hits = recaller.recall(
+                item["query"], workspace=item.get("workspace"), limit=5, min_confidence=0.0
+            )["hits"]
+            if len(hits) < 5:
+                continue
+            expanded = recaller.expand([hit["id"] for hit in hits])["entries"]
+            l0_chars += sum(len(hit["l0"]) for hit in hits)
+            full_chars += sum(len(entry["text"]) for entry in expanded)
+        p4 = 1 - l0_chars / max(full_chars, 1)
+        print(
+            f"  P4: five-hit L0 answers {l0_chars} chars vs the same entries in full "
+            f"{full_chars} chars: {p4:.1%} smaller"
+        )
         negative_hits = []
         for item in negatives:
             answer = recaller.recall(item["query"], workspace=item.get("workspace"))
@@ -314,6 +330,7 @@ def evaluate_set(name: str, data_dir: Path, model: Path, work: Path) -> dict[str
             "default_answer_has_gold": statistics.fmean(answered_gold),
             "negatives": len(negatives),
             "negative_inject_share": statistics.fmean(negative_hits),
+            "p4_reduction": p4,
         }
         print(
             f"  min_confidence {threshold}: real queries whose gold entry passes: "
@@ -386,6 +403,47 @@ def latency(
     return figures
 
 
+def progressive_loading(
+    root_source: Path, model: Path, work: Path, queries: Sequence[str]
+) -> float:
+    """Given a memory root and queries, return how much smaller five L0 hits are than the full
+    text of the same five entries (P4's measurement)."""
+    print(f"\n== P4 on {root_source}")
+    root = work / "p4"
+    shutil.copytree(root_source, root)
+    settings = settings_for(root, model)
+    sync_root(settings)
+    embedder, degraded = load_embedder_for(settings)
+    store = open_store(settings)
+    try:
+        recaller = Recaller(settings, store, embedder, degraded)
+        l0_chars = full_chars = 0
+        for query in queries:
+            hits = recaller.recall(query, limit=5, min_confidence=0.0)["hits"]
+            expanded = recaller.expand([hit["id"] for hit in hits])["entries"]
+            one_l0 = sum(len(hit["l0"]) for hit in hits)
+            one_full = sum(len(entry["text"]) for entry in expanded)
+            print(f"  {query!r}: {len(hits)} hits, L0 {one_l0} vs full {one_full} chars")
+            if len(hits) == 5:
+                l0_chars += one_l0
+                full_chars += one_full
+    finally:
+        store.close()
+    reduction = 1 - l0_chars / max(full_chars, 1)
+    print(f"  five-hit answers: L0 {l0_chars} vs full {full_chars} chars: {reduction:.1%} smaller")
+    return reduction
+
+
+EXAMPLE_QUERIES = (
+    "checkout refunds",
+    "flaky checkout test",
+    "what did we try and what failed",
+    "refund currency mismatch",
+    "python scripts",
+    "automation language",
+)
+
+
 def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -406,6 +464,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         print(f"model: {model}")
         for name in args.sets.split(","):
             evaluate_set(name, args.data, model, work)
+        progressive_loading(REPO / "examples" / "memory", model, work, EXAMPLE_QUERIES)
         if not args.no_latency:
             latency(args.data, model, work, args.latency_entries)
     return 0

@@ -210,6 +210,25 @@ def test_default_answers_only_inject_hits_and_zero_returns_every_candidate(
     assert all(hit["confidence"] >= 0.99 for hit in strict["hits"])
 
 
+def test_parent_propagation_is_off_by_default_and_fills_in_only_when_asked(
+    indexed: Any,
+) -> None:
+    files = {
+        "ws/log.md": "# Week 48\n\n## Refund bug\n\nPartial refunds used the wrong currency.\n\n"
+        "## Refund fix\n\nCompute partial amounts from line items.\n",
+        "ws/other.md": "## Lunch\n\nSoup on Mondays.\n",
+    }
+    query = "wrong currency"
+    plain = indexed(files).recall(query, min_confidence=0.0)
+    assert [hit["l0"].split(" —")[0] for hit in plain["hits"]] == ["Refund bug"]
+    propagated = indexed(files, parent_propagation=True).recall(query, min_confidence=0.0)
+    reasons = [(hit["l0"].split(" —")[0], hit["match_reason"]) for hit in propagated["hits"]]
+    assert reasons[0][0] == "Refund bug" and reasons[0][1] != "parent_topic"
+    assert ("Refund fix", "parent_topic") in reasons
+    assert ("Lunch", "parent_workspace") in reasons
+    assert all(hit["parent_of"] == propagated["hits"][0]["id"] for hit in propagated["hits"][1:])
+
+
 def test_the_same_query_gives_the_same_answer(indexed: Any) -> None:
     root = indexed(NOTES)
     first = root.recall("money cents", min_confidence=0.0)
@@ -368,6 +387,7 @@ def test_cli_recall_json_batch_and_expand(
         ["recall", "q", "--batch", "x.jsonl"],
         ["recall", "q", "--min-confidence", "1.5"],
         ["recall", "q", "--limit", "-1"],
+        ["recall", "  "],
     ],
 )
 def test_cli_recall_usage_errors_exit_2(

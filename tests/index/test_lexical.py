@@ -134,3 +134,48 @@ def test_confidence_in_unit_interval_and_rank_order_follows_bm25(
         (earlier.bm25, later.id) >= (later.bm25, earlier.id)
         for earlier, later in zip(hits, hits[1:], strict=False)
     )
+
+
+def reference(
+    query: str, documents: dict[str, str], allowed: set[str] | None
+) -> list[tuple[str, float]]:
+    """The BM25 formula written out per document, term by term (the slow, obvious way)."""
+    postings, lengths, stats = build(documents)
+    scored = []
+    for entry_id in documents:
+        total = 0.0
+        for term in query_terms(query):
+            frequency = postings.get(term, {}).get(entry_id, 0)
+            if frequency:
+                weight = idf(len(postings[term]), stats.doc_count)
+                norm = 1.2 * (1 - 0.75 + 0.75 * lengths[entry_id] / stats.avg_doc_len)
+                total += weight * frequency * 2.2 / (frequency + norm)
+        if total > 0 and (allowed is None or entry_id in allowed):
+            scored.append((entry_id, total))
+    return sorted(scored, key=lambda item: (-item[1], item[0]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from([f"mem_{n:02}" for n in range(20)]),
+        st.lists(
+            st.sampled_from("alpha beta gamma delta 数据 向量 err_x".split()), max_size=12
+        ).map(" ".join),
+        min_size=1,
+    ),
+    st.lists(
+        st.sampled_from("alpha beta gamma zeta 数据 err_x".split()), min_size=1, max_size=4
+    ).map(" ".join),
+    st.one_of(st.none(), st.integers(1, 6)),
+    st.one_of(st.none(), st.sets(st.sampled_from([f"mem_{n:02}" for n in range(20)]))),
+)
+def test_vectorised_search_equals_the_written_out_formula(
+    documents: dict[str, str], query: str, limit: int | None, allowed: set[str] | None
+) -> None:
+    expected = reference(query, documents, allowed)
+    if limit is not None:
+        expected = expected[:limit]
+    hits = run(query, documents, limit=limit, allowed=allowed)
+    assert [hit.id for hit in hits] == [entry_id for entry_id, _ in expected]
+    assert [hit.bm25 for hit in hits] == pytest.approx([score for _, score in expected])
