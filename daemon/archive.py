@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Literal
 
 from carryd.carry.plan import archive_plan, missing_lines
+from carryd.daemon.carrying import list_workspaces
 from carryd.daemon.config import Settings
 from carryd.index.errors import UsageError
 
@@ -82,26 +83,11 @@ class ArchiveResult:
         return f"{self.workspace}: not archived ({self.reason}): {self.detail}"
 
 
-def plan_workspaces(settings: Settings) -> list[str]:
-    """Given settings, return the root's workspaces (top-level folders), sorted."""
-    root = settings.root_path
-    skipped = {settings.index.state_dir, *settings.index.ignore_dirs}
-    try:
-        children = list(root.iterdir())
-    except OSError as error:
-        raise UsageError(f"{root}: cannot list the memory root: {error.strerror}") from error
-    return sorted(
-        child.name
-        for child in children
-        if child.is_dir() and child.name not in skipped and not child.name.startswith(".")
-    )
-
-
 def archive_plans(
     settings: Settings, workspaces: Iterable[str] | None = None, *, today: date | None = None
 ) -> list[ArchiveResult]:
     """Given settings (and optionally some workspaces), archive each plan's history."""
-    names = plan_workspaces(settings) if workspaces is None else list(workspaces)
+    names = list_workspaces(settings) if workspaces is None else list(workspaces)
     day = today or date.today()
     return [archive_workspace(settings, name, today=day) for name in names]
 

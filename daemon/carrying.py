@@ -38,6 +38,7 @@ from carryd.carry.ledger import SectionNames
 from carryd.carry.planner import SegmentDecision
 from carryd.carry.render import CarryBudgets, CarryInputs, CarryPlan, build_carry, recall_query
 from carryd.carry.select import MemoryDecision, MemorySelectionPolicy
+from carryd.index.entries import ROOT_LEVEL_DIRS
 from carryd.index.errors import IndexCorrupt, PromptBudgetError, UsageError
 from carryd.index.redact import redact
 
@@ -95,10 +96,11 @@ class BuiltCarry:
 def list_workspaces(settings: Settings) -> list[str]:
     """Given settings, return the root's workspaces: its top-level folders, sorted.
 
-    carryd's state folder, the ignored folder names and hidden folders are not workspaces.
+    carryd's state folder, the ignored folder names, hidden folders and the folders of
+    root-level memory (`notes/`) are not workspaces.
     """
     root = settings.root_path
-    skip = {settings.index.state_dir, *settings.index.ignore_dirs}
+    skip = {settings.index.state_dir, *settings.index.ignore_dirs, *ROOT_LEVEL_DIRS}
     try:
         children = list(root.iterdir())
     except OSError as error:

@@ -33,7 +33,11 @@ from carryd.index.redact import redact
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-__all__ = ["Entry", "L0Source", "parse_entries", "workspace_of"]
+__all__ = ["ROOT_LEVEL_DIRS", "Entry", "L0Source", "parse_entries", "workspace_of"]
+
+# Top-level folders that hold root-level memory (DESIGN.md: `MEMORY.md, notes/*.md`), not a
+# workspace: their entries are the user's cross-project defaults.
+ROOT_LEVEL_DIRS = ("notes",)
 
 L0_MAX_CHARS = 100
 
@@ -84,7 +88,9 @@ class _Span:
 def workspace_of(path: str) -> str | None:
     """Given a root-relative path, return its workspace (first folder); None at root level."""
     parts = [part for part in path.split("/") if part not in ("", ".")]
-    return parts[0] if len(parts) > 1 else None
+    if len(parts) < 2 or parts[0] in ROOT_LEVEL_DIRS:
+        return None
+    return parts[0]
 
 
 def parse_entries(path: str, text: str) -> tuple[Entry, ...]:

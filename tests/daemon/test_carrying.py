@@ -132,9 +132,9 @@ def manifest(settings: Settings, workspace: str) -> dict:  # type: ignore[type-a
     return json.loads((settings.carry_dir / f"{workspace}.json").read_text(encoding="utf-8"))
 
 
-def test_list_workspaces_skips_state_ignored_and_hidden_folders(tmp_path: Path) -> None:
+def test_list_workspaces_skips_state_ignored_hidden_and_root_level_folders(tmp_path: Path) -> None:
     root = make_root(tmp_path)
-    for name in (".carryd", ".git", "node_modules", ".hidden", "zeta"):
+    for name in (".carryd", ".git", "node_modules", ".hidden", "notes", "zeta"):
         (root / name).mkdir(exist_ok=True)
     (root / "file.md").write_text("x", encoding="utf-8")
     assert list_workspaces(settings_for(root)) == ["tooling", "webshop", "zeta"]

@@ -235,3 +235,19 @@ def test_pathological_markdown_parses_in_linear_time(text: str) -> None:
     """Unclosed markers once made L0 extraction quadratic (minutes for 200 KB)."""
     entries = parse_entries("a.md", text)
     assert len(entries) == 1 and len(entries[0].l0) <= 100
+
+
+@pytest.mark.parametrize(
+    ("path", "workspace"),
+    [
+        ("MEMORY.md", None),
+        ("notes/tools.md", None),  # DESIGN.md: notes/*.md is root-level memory
+        ("notes/deep/more.md", None),
+        ("webshop/notes.md", "webshop"),
+        ("webshop/logs/2026-11-28.md", "webshop"),
+    ],
+)
+def test_workspace_is_the_top_folder_except_root_level_notes(
+    path: str, workspace: str | None
+) -> None:
+    assert workspace_of(path) == workspace
