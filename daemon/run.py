@@ -25,8 +25,8 @@ import dataclasses
 import fcntl
 import logging
 import os
+import select
 import signal
-import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -247,21 +247,30 @@ class Daemon:
     def __init__(self, settings: Settings, load_settings: Callable[[], Settings]) -> None:
         self.settings = settings
         self._load_settings = load_settings
-        self._wake = threading.Event()
         self._stop_requested = False
         self._reload_requested = False
+        self._stop_signal: str | None = None
         self._indexer: Indexer | None = None
+        # Self-pipe: a signal handler only sets a flag and writes a byte. It must never take
+        # a lock (an Event's, logging's): the handler runs on the main thread between two
+        # bytecodes, possibly while that same thread holds the lock, and would deadlock.
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_write, False)
 
     # signals (run on the main thread between bytecodes: only set flags)
 
     def _on_stop(self, signum: int, frame: Any) -> None:
-        log.info("%s: finishing the current batch, then stopping", signal.Signals(signum).name)
+        self._stop_signal = signal.Signals(signum).name
         self._stop_requested = True
-        self._wake.set()
+        self._poke()
 
     def _on_hup(self, signum: int, frame: Any) -> None:
         self._reload_requested = True
-        self._wake.set()
+        self._poke()
+
+    def _poke(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            os.write(self._wake_write, b"\0")
 
     def _install_signals(self) -> dict[int, Any]:
         previous = {}
@@ -274,8 +283,18 @@ class Daemon:
         return previous
 
     def _wait(self, seconds: float) -> None:
-        self._wake.wait(seconds)
-        self._wake.clear()
+        """Sleep until a signal arrives or `seconds` pass (no lock, no polling)."""
+        if self._stop_requested or self._reload_requested:
+            return
+        readable, _, _ = select.select([self._wake_read], [], [], seconds)
+        if readable:
+            with contextlib.suppress(BlockingIOError):
+                os.read(self._wake_read, 512)
+
+    def close(self) -> None:
+        for descriptor in (self._wake_read, self._wake_write):
+            with contextlib.suppress(OSError):
+                os.close(descriptor)
 
     # the run
 
@@ -357,6 +376,8 @@ class Daemon:
                     self._reload(worker, watcher, query, scheduler, state)
             return 0
         finally:
+            if self._stop_signal:
+                log.info("%s: finishing the current batch, then stopping", self._stop_signal)
             sd_notify("STOPPING=1")
             state.update(state="stopping")
             # Reverse order of start; each stop joins its threads.
@@ -418,7 +439,11 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         # Holding the lock, any socket file left is a crashed daemon's: clients must not
         # keep reaching it while the start-up reconcile runs.
         remove_stale_socket(settings.socket_path)
-        return Daemon(settings, reload_settings).run()
+        daemon = Daemon(settings, reload_settings)
+        try:
+            return daemon.run()
+        finally:
+            daemon.close()
 
 
 def remove_stale_socket(path: Path) -> None:
