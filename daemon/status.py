@@ -239,7 +239,10 @@ def index_counts(settings: Settings) -> dict[str, int] | None:
 
 
 def _source_files(root: Path, workspace: str, settings: Settings) -> Iterable[Path]:
-    """Given a workspace, yield the files its carry is planned from (and root-level memory)."""
+    """Given a workspace, yield the files its carry is planned from (and root-level memory:
+    Markdown at the root and in the root-level folders such as `notes/`)."""
+    from carryd.index.entries import ROOT_LEVEL_DIRS
+
     skip = set(settings.index.ignore_dirs) | {settings.index.state_dir}
     for entry in root.iterdir():
         if entry.is_file() and entry.name.lower().endswith(".md"):
@@ -247,11 +250,14 @@ def _source_files(root: Path, workspace: str, settings: Settings) -> Iterable[Pa
     sidecar = root / workspace / settings.carry.sidecar_file
     if sidecar.is_file():
         yield sidecar
-    for directory, subdirs, files in os.walk(root / workspace):
-        subdirs[:] = [d for d in subdirs if d not in skip]
-        for name in files:
-            if name.lower().endswith(".md"):
-                yield Path(directory, name)
+    for folder in (workspace, *ROOT_LEVEL_DIRS):
+        if folder in skip:
+            continue
+        for directory, subdirs, files in os.walk(root / folder):
+            subdirs[:] = [d for d in subdirs if d not in skip]
+            for name in files:
+                if name.lower().endswith(".md"):
+                    yield Path(directory, name)
 
 
 def carry_report(

@@ -100,6 +100,9 @@ def test_root_level_memory_and_the_sidecar_count_as_sources(root: Path) -> None:
         carry_report(settings, "proj", checked_at=None, now=3000)["newest_source"]["path"]
         == "MEMORY.md"
     )
+    write_source(root, "notes/tools.md", 2150)  # notes/ is root-level memory too
+    report = carry_report(settings, "proj", checked_at=None, now=3000)
+    assert report["newest_source"]["path"] == "notes/tools.md"
     write_source(root, "proj/handoff/sidecar.json", 2200, text="{}")
     report = carry_report(settings, "proj", checked_at=None, now=3000)
     assert report["newest_source"]["path"] == "proj/handoff/sidecar.json"
