@@ -167,14 +167,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     _setup_logging(args)
     module_name, function_name = COMMANDS[args.command]
     try:
-        module = importlib.import_module(module_name)
-        function = getattr(module, function_name)
         if args.command == "hook":
             # Hooks load settings themselves: a broken config must not break the host.
-            return int(function(args))
+            return int(getattr(importlib.import_module(module_name), function_name)(args))
         from carryd.daemon.config import load_settings
 
         settings = load_settings(getattr(args, "config", None), root=getattr(args, "root", None))
+        function = getattr(importlib.import_module(module_name), function_name)
         return int(function(args, settings))
     except (ConfigError, UsageError) as error:
         print(f"carryd: {error}", file=sys.stderr)

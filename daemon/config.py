@@ -128,7 +128,7 @@ class Settings:
     daemon: DaemonSettings = field(default_factory=DaemonSettings)
     hooks: HookSettings = field(default_factory=HookSettings)
     # Project directory (absolute, `~` allowed) → workspace name.
-    workspaces: Mapping[str, str] = field(default_factory=dict)
+    workspaces: Mapping[str, str] = field(default_factory=lambda: types.MappingProxyType({}))
     # Where the settings came from, for messages and `carryd status`.
     config_file: str = ""
 
