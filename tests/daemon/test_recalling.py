@@ -434,3 +434,83 @@ def test_five_l0_abstracts_are_far_smaller_than_the_five_full_entries(
         assert 1 - l0_chars / full_chars > 0.7
     finally:
         indexed_root.store.close()
+
+
+# --- the warm cache --------------------------------------------------------------------------
+
+QUERIES = (
+    ("physician appointment", None),
+    ("ERR_CONN_RESET proxy", "webshop"),
+    ("money cents amounts", "tooling"),
+    ("money cents amounts", "webshop"),
+    ("发布踩坑", None),
+    ("kubernetes ingress timeout", "ops"),
+    ("editor theme", "ops"),
+)
+
+# Each step: files to write (None: delete), then a sync of exactly those paths.
+STEPS: tuple[dict[str, str | None], ...] = (
+    {"webshop/notes.md": NOTES["webshop/notes.md"].replace("retry twice", "retry thrice")},
+    {"ops/ingress.md": "## Ingress\n\nKubernetes ingress times out after 60 s.\n"},
+    {"MEMORY.md": NOTES["MEMORY.md"] + "\n## Theme\n\n<!-- slot: preference:theme -->\n"
+     "A dark editor theme at night.\n"},
+    {"tooling/notes.md": None},
+    {"ops/ingress.md": "## 入口\n\nKubernetes 入口网关超时，已改为九十秒。\n"},
+    {"webshop/notes.md": None, "ops/money.md": "## Money in ops\n\nCents, never floats.\n"},
+    {"tooling/notes.md": NOTES["tooling/notes.md"]},
+)
+
+
+def answers(recaller: Recaller) -> list[dict[str, Any]]:
+    return [
+        recaller.recall(query, workspace=workspace, min_confidence=0.0)
+        for query, workspace in QUERIES
+    ]
+
+
+def apply_step(root: Indexed, step: dict[str, str | None], embedder: Embedder | None) -> None:
+    for relative, text in step.items():
+        path = root.settings.root_path / relative
+        if text is None:
+            path.unlink()
+        else:
+            write_root(root.settings.root_path, {relative: text})
+    sync_root(root.settings, store=root.store, embedder=embedder, paths=sorted(step))
+
+
+@pytest.mark.parametrize("model", [True, False])
+@pytest.mark.parametrize("ask_between", [True, False])
+def test_a_warm_recaller_answers_as_a_fresh_one_after_edits_adds_and_deletes(
+    indexed: Any, embedder: Embedder, model: bool, ask_between: bool
+) -> None:
+    """The incremental refresh is invisible: after every step (or only after the last, when
+    several generations passed unseen) the warm recaller's answers and slots are exactly a
+    fresh recaller's over the same store."""
+    root = indexed(NOTES, model=model)
+    used = embedder if model else None
+    degraded = None if model else "no model"
+    warm = root.recaller
+    assert answers(warm)  # warm up
+    for step in STEPS:
+        apply_step(root, step, used)
+        if ask_between or step is STEPS[-1]:
+            fresh = Recaller(root.settings, root.store, used, degraded)
+            assert answers(warm) == answers(fresh)
+            ids = sorted(row.id for row in root.store.entries())
+            assert warm.slots(ids) == fresh.slots(ids)
+    assert "preference:theme" in warm.slots(sorted(row.id for row in root.store.entries())).values()
+
+
+def test_vectors_filled_in_later_reach_the_warm_recaller(indexed: Any, embedder: Embedder) -> None:
+    """Entries synced without a model (no vectors), then a sync that embeds them: the warm
+    recaller picks the new vectors up without any file having changed."""
+    root = indexed(NOTES)
+    warm = root.recaller
+    assert answers(warm)
+    apply_step(root, {"ops/ingress.md": "## Ingress\n\nKubernetes ingress times out.\n"}, None)
+    assert answers(warm) == answers(Recaller(root.settings, root.store, embedder, None))
+    sync_root(root.settings, store=root.store, embedder=embedder)  # catches the vector up
+    fresh = Recaller(root.settings, root.store, embedder, None)
+    assert answers(warm) == answers(fresh)
+    top = warm.recall("kubernetes ingress timeout", workspace="ops")["hits"][0]
+    assert top["path"] == "ops/ingress.md" and top["arms"]["semantic"] is not None
