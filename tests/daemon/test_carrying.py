@@ -369,3 +369,35 @@ def test_write_carries_skips_a_workspace_that_vanished(tmp_path: Path) -> None:
     root = make_root(tmp_path / "memory", {"solo/PLAN.md": "# Solo\n\n## Current state\nok\n"})
     results = write_carries(settings_for(root), ["solo", "gone"])
     assert [result.workspace for result in results] == ["solo"]
+
+
+def test_slots_from_the_warm_index_give_the_same_carry_as_slots_read_from_the_files(
+    tmp_path: Path, use_model: Path
+) -> None:
+    """A local Recaller gives the hits' slots from its index rows; the hook's recaller (which
+    may recall through the daemon's socket) has them read from the Markdown files. Same
+    carry either way, slot conflict included."""
+    from carryd.daemon.hooks import HookRecall
+    from carryd.daemon.indexing import load_embedder_for, open_store, sync_root
+    from carryd.daemon.recalling import Recaller
+
+    root = make_root(tmp_path / "memory")
+    config = tmp_path / "config.toml"
+    config.write_text("[carry]\nmemory_min_confidence = 0.02\n", encoding="utf-8")
+    settings = load_settings(config, root=root)
+    sync_root(settings)
+    embedder, degraded = load_embedder_for(settings)
+    with open_store(settings) as store:
+        local = Recaller(settings, store, embedder, degraded)
+        from_index = build_workspace_carry(settings, "webshop", store=store, recaller=local)
+    hook = HookRecall(settings, daemon=False)
+    try:
+        from_files = build_workspace_carry(settings, "webshop", recaller=hook)  # type: ignore[arg-type]
+    finally:
+        hook.close()
+    assert from_index.text == from_files.text
+    assert from_index.plan.memory_decisions == from_files.plan.memory_decisions
+    assert any(
+        decision.slot == "preference:automation-language"
+        for decision in from_index.plan.memory_decisions
+    )
