@@ -2,14 +2,19 @@
 the abstract came from.
 
 The rules, in order (Chinese and English alike):
-1. `heading` — the heading, when it is a real abstract. A heading made only of dates, times,
-   weekdays, numbers or versions ("2026-11-29", "2026年11月29日", "3", "v2.2.6") or only
-   punctuation/symbols says nothing about the entry and falls through to 2. When the heading
-   leaves room, the body's first sentence is appended ("Release pitfalls — npm publish needs
-   OTP."): for retrieval a heading alone is often a bare topic, and the first sentence is the
-   most informative text that stays put while the body grows. Only the first sentence is ever
-   used, so an edit further down the body never changes the L0. A heading longer than the
-   limit is cut (source `truncate`).
+1. `heading` — the heading, when it is a real abstract, followed by the opening of the body.
+   A heading made only of dates, times, weekdays, numbers, versions or short ids
+   ("2026-11-29", "2026年11月29日", "3", "v2.2.6", "D1:3") or only punctuation/symbols says
+   nothing about the entry and falls through to 2. Of a heading split into labelled parts
+   ("Caroline · D1:3", "Outage | 2026-11-29"; parts separated by a spaced · | • — –), the parts
+   that are such labels are left out: the entry's id, path and lines already locate it, and for
+   the embedding model a label is noise that outweighs a short abstract. The rest of the limit is
+   filled with the opening of the body's first prose block ("Release pitfalls — npm publish
+   needs OTP. Tag after bumping…"), cut like rule 3 when it does not fit: for retrieval a heading
+   alone is a bare topic, and the opening of the body is the most informative text that stays
+   put while the body grows. Only that opening is ever used, so an edit beyond what the L0
+   covers (later blocks, or the first block past the cut) never changes it. A heading longer
+   than the limit is cut (source `truncate`).
 2. `firstSentence` — the first sentence of the first prose block of the body (a paragraph,
    list item, table row or quote; code fences are passed over while prose follows), with
    Markdown markup, links and HTML comments removed, when it fits. A sentence ends at 。！？；
@@ -63,14 +68,27 @@ _NOT_ABSTRACT_TOKEN = re.compile(
     rf"|\b(?:{_MONTHS})\b\.?|\b(?:{_WEEKDAYS})\b\.?|\b(?:am|pm|utc|gmt)\b"
     r"|(?:周|星期|礼拜)[一二三四五六日天]|上午|下午|晚上"
     r"|\bv?\d+(?:[._-]\d+)*(?:-?(?:rc|alpha|beta|a|b)\d*)?\b"
+    # short ids: a letter or three and a number, maybe with sub-numbers ("D1:3", "S15", "Q3")
+    r"|\b[A-Za-z]{1,3}\d+(?:[:._/-]\d+)*\b"
 )
+# Parts of a heading: separated by a spaced middle dot, bar, bullet or dash.
+_HEADING_PARTS = re.compile(r"\s+[·|•—–]\s+")
 
 
 def is_abstract(heading: str) -> bool:
     """Given a heading's plain text, return whether it says what the entry is about: not
-    only dates, times, numbers, versions, punctuation or symbols."""
+    only dates, times, numbers, versions, short ids, punctuation or symbols."""
     rest = _NOT_ABSTRACT_TOKEN.sub(" ", heading)
     return any(character.isalpha() for character in rest)
+
+
+def without_labels(heading: str) -> str:
+    """Given a heading's plain text, return it without the parts that are only labels (see
+    is_abstract; parts separated by a spaced · | • — –), the remaining parts joined by " · "."""
+    parts = _HEADING_PARTS.split(heading)
+    if len(parts) == 1:
+        return heading
+    return " · ".join(part for part in parts if is_abstract(part))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -352,13 +370,16 @@ def l0_from_title(title: str | None, body: str, *, max_chars: int = 100) -> tupl
     lead = _lead_block(body)
     sentence = first_sentence(lead) if lead else ""
     if title and is_abstract(title):
-        if len(title) > max_chars:
-            return truncate(title, max_chars), "truncate"
-        separator = " " if title.endswith((":", "：")) else _SEPARATOR
-        combined = f"{title}{separator}{sentence}"
-        if sentence and len(combined) <= max_chars:
-            return combined, "heading"
-        return title, "heading"
+        topic = without_labels(title)
+        if len(topic) > max_chars:
+            return truncate(topic, max_chars), "truncate"
+        if not lead:
+            return topic, "heading"
+        separator = " " if topic.endswith((":", "：")) else _SEPARATOR
+        filled = truncate(f"{topic}{separator}{lead}", max_chars)
+        if len(filled) - len(ELLIPSIS) <= len(topic) + len(separator):
+            return topic, "heading"  # no room for even a word of the body
+        return filled, "heading"
     if sentence:
         if len(sentence) <= max_chars:
             return sentence, "firstSentence"

@@ -1,4 +1,5 @@
-"""L0 abstracts: heading when it is one, else the first sentence, else a grapheme-safe cut."""
+"""L0 abstracts: heading (without label parts) filled with the body's opening when it is one,
+else the first sentence, else a grapheme-safe cut."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from carryd.index.l0 import (
     is_abstract,
     plain_heading,
     truncate,
+    without_labels,
 )
 
 FAMILY = "👨\u200d👩\u200d👧\u200d👦"  # one grapheme, 7 code points (ZWJ sequence)
@@ -24,27 +26,67 @@ E_ACUTE = "e\u0301"  # e + combining acute
         pytest.param(
             "Release pitfalls",
             "npm publish needs OTP. Also bump the changelog before tagging.",
-            ("Release pitfalls — npm publish needs OTP.", "heading"),
-            id="heading-plus-first-sentence",
+            (
+                "Release pitfalls — npm publish needs OTP. Also bump the changelog before tagging.",
+                "heading",
+            ),
+            id="heading-plus-opening",
         ),
         pytest.param(
             "Release pitfalls",
             "A first sentence that is far too long to be appended to the heading without "
             "blowing the hundred character budget. Second.",
-            ("Release pitfalls", "heading"),
-            id="heading-alone-when-sentence-does-not-fit",
+            (
+                "Release pitfalls — A first sentence that is far too long to be appended to the "
+                "heading without…",
+                "heading",
+            ),
+            id="heading-filled-with-a-cut-opening",
+        ),
+        pytest.param(
+            "Caroline · D1:3",
+            "I went to a support group yesterday and it was so powerful.",
+            ("Caroline — I went to a support group yesterday and it was so powerful.", "heading"),
+            id="id-label-part-left-out",
+        ),
+        pytest.param(
+            "Deploy outage | 2026-11-29 | v2.2.6",
+            "The load balancer dropped health checks.",
+            ("Deploy outage — The load balancer dropped health checks.", "heading"),
+            id="date-and-version-parts-left-out",
+        ),
+        pytest.param(
+            "2026-11-29 · D1:3",
+            "Fixed the login redirect loop. Then refactored the session store.",
+            ("Fixed the login redirect loop.", "firstSentence"),
+            id="all-parts-labels",
+        ),
+        pytest.param(
+            "Step 3 · Python 3.12 upgrade",
+            "Wheels first.",
+            ("Step 3 · Python 3.12 upgrade — Wheels first.", "heading"),
+            id="parts-with-words-kept",
+        ),
+        pytest.param(
+            "A heading that is long enough to leave no room for a word of the body text here",
+            "Supercalifragilisticexpialidocious.",
+            (
+                "A heading that is long enough to leave no room for a word of the body text here",
+                "heading",
+            ),
+            id="no-room-for-the-body",
         ),
         pytest.param("## Deploy notes ##", "", ("Deploy notes", "heading"), id="raw-atx-heading"),
         pytest.param(
             "发布注意事项",
             "npm 发布需要一次性密码。其余步骤见下文。",
-            ("发布注意事项 — npm 发布需要一次性密码。", "heading"),
+            ("发布注意事项 — npm 发布需要一次性密码。其余步骤见下文。", "heading"),
             id="chinese-heading",
         ),
         pytest.param(
             "Why:",
             "Because the cache key changed. More.",
-            ("Why: Because the cache key changed.", "heading"),
+            ("Why: Because the cache key changed. More.", "heading"),
             id="colon-heading",
         ),
         pytest.param(
@@ -198,12 +240,16 @@ def test_truncate_never_splits_a_grapheme(text: str, max_chars: int, expected: s
         ("v2.2.6", False),
         ("1.0.0-rc1", False),
         ("#3", False),
+        ("D1:3", False),
+        ("S15", False),
         ("***", False),
         ("🚀", False),
         ("", False),
         ("Release pitfalls", True),
         ("发布注意事项", True),
         ("Step 3", True),
+        ("H2O", True),
+        ("S3 bucket policy", True),
         ("第3天", True),
         ("2026-11-29 outage", True),
         ("May the cache be warm", True),
@@ -242,7 +288,31 @@ def test_plain_heading(heading: str, plain: str) -> None:
     assert plain_heading(heading) == plain
 
 
-def test_body_edits_after_the_first_sentence_keep_the_l0() -> None:
+def test_body_edits_beyond_what_the_l0_covers_keep_the_l0() -> None:
     before = extract_l0("Release pitfalls", "npm publish needs OTP. Tag after.")
     after = extract_l0("Release pitfalls", "npm publish needs OTP. Tag after.\n\nA new paragraph.")
     assert before == after
+    opening = "npm publish needs a one-time password from the authenticator app. " * 2
+    cut = extract_l0("Release pitfalls", opening + "Tag after.")
+    assert cut == extract_l0("Release pitfalls", opening + "Tag before, not after.")
+
+
+def test_heading_and_opening_edits_change_the_l0() -> None:
+    base = extract_l0("Release pitfalls", "npm publish needs OTP. Tag after.")
+    assert extract_l0("Release traps", "npm publish needs OTP. Tag after.") != base
+    assert extract_l0("Release pitfalls", "pnpm publish needs OTP. Tag after.") != base
+    assert extract_l0(None, "Fixed it. More.") != extract_l0(None, "Broke it. More.")
+
+
+@pytest.mark.parametrize(
+    ("heading", "topic"),
+    [
+        ("Caroline · D1:3", "Caroline"),
+        ("Release pitfalls", "Release pitfalls"),
+        ("Outage — 2026-11-29 — payments", "Outage · payments"),
+        ("a|b", "a|b"),  # only spaced separators split
+        ("2026-11-29 · 3", ""),
+    ],
+)
+def test_without_labels(heading: str, topic: str) -> None:
+    assert without_labels(heading) == topic
