@@ -103,16 +103,20 @@ class SemanticCalibration:
     """
 
     name: str
-    floor: float  # cosine at and below which confidence is 0 (and the arm does not nominate)
+    floor: float  # cosine at and below which the arm does not nominate
     ceiling: float  # cosine at and above which confidence is 1
     multilingual: bool
+    # cosine at and below which confidence is 0 (None: the floor). Set below the floor when the
+    # arm should nominate only what it is fairly sure of, while the ramp stays the model's.
+    ramp_from: float | None = None
 
     def confidence(self, cosine: float) -> float:
         """Given a cosine similarity, return the calibrated confidence in [0, 1]."""
-        span = self.ceiling - self.floor
+        start = self.floor if self.ramp_from is None else self.ramp_from
+        span = self.ceiling - start
         if span <= 0:
             return 1.0 if cosine >= self.ceiling else 0.0
-        return min(1.0, max(0.0, (cosine - self.floor) / span))
+        return min(1.0, max(0.0, (cosine - start) / span))
 
     def reads(self, text: str) -> bool:
         """Given a query or an L0, return whether this model's cosine for it means anything."""
@@ -124,11 +128,16 @@ CJK_SHARE_UNREADABLE = 0.5
 # all-MiniLM-L6-v2 (the offline test model), measured on the development sets
 # (bench/bench_recall.py): the best L0 cosine of a negative-control query (about something the
 # root does not contain) is 0.46–0.52 on LoCoMo, mostly L0s that merely share a speaker's name;
-# a genuine paraphrase with no word in common reaches 0.5–0.7. Nominating only above 0.55 keeps
-# that name noise out of the fusion (nominating from 0.45 costs fused recall@5 ~15 points on
-# LoCoMo); the model is as sure as it gets at 0.65, so the default threshold sits at 0.60.
-# English-only: abstains on Chinese.
-MINILM = SemanticCalibration(name="minilm", floor=0.55, ceiling=0.65, multilingual=False)
+# a genuine paraphrase with no word in common reaches 0.5–0.7; the model is as sure as it gets at
+# 0.65, so confidence ramps from 0.55 to 0.65 and the default threshold 0.5 sits at 0.60.
+# Nomination: with RRF's k = 60 any entry both arms nominate outranks the lexical arm's rank 1,
+# so a semantic nomination is a strong vote; the arm nominates only what it would inject by
+# itself at the default threshold (cosine above 0.60, confidence ≥ 0.5). Nominating from 0.55
+# cost fused recall@5 on LoCoMo 2–4 points, from 0.45 about 15 (most weakly similar L0s are
+# not the answer). English-only: abstains on Chinese.
+MINILM = SemanticCalibration(
+    name="minilm", floor=0.60, ceiling=0.65, multilingual=False, ramp_from=0.55
+)
 # multilingual-e5-small (the default model): E5's cosines sit high (unrelated ~0.75–0.8, a
 # relevant passage ~0.85–0.9). Not measurable here (the model cannot be downloaded offline):
 # re-run bench/bench_recall.py --model <e5 folder> and adjust.

@@ -179,6 +179,18 @@ def test_minilm_ramp(cosine: float, expected: float) -> None:
     assert MINILM.confidence(cosine) == pytest.approx(expected)
 
 
+def test_minilm_nominates_only_what_it_would_inject_alone() -> None:
+    # The floor (nomination) sits where the ramp gives the default threshold's confidence.
+    assert MINILM.confidence(MINILM.floor) == pytest.approx(0.5)
+    assert MINILM.ramp_from is not None and MINILM.ramp_from < MINILM.floor
+
+
+def test_ramp_starts_at_the_floor_by_default() -> None:
+    calibration = SemanticCalibration(name="x", floor=0.4, ceiling=0.8, multilingual=True)
+    assert calibration.confidence(0.4) == 0.0
+    assert calibration.confidence(0.6) == pytest.approx(0.5)
+
+
 @pytest.mark.parametrize(
     ("calibration", "text", "reads"),
     [
