@@ -72,7 +72,7 @@ from carryd.index.sync import (
     row_for,
     stat_trusted,
 )
-from carryd.index.tokenize import terms
+from carryd.index.tokenize import TOKENIZER_VERSION, terms
 
 if TYPE_CHECKING:
     import argparse
@@ -138,6 +138,7 @@ VerifyKind = Literal[
     "vector_wrong_dim",
     "vector_stale",
     "postings",
+    "tokenizer",
 ]
 
 
@@ -312,6 +313,12 @@ def _sync(
     now_ns = time.time_ns()
     work = _Work()
 
+    # A new tokenizer makes every posting stale, and postings need the text: re-read it all.
+    lexicon_stale = store.meta("tokenizer") != str(TOKENIZER_VERSION)
+    if lexicon_stale and store.counts()["entries"]:
+        log.info("tokenizer version changed: recomputing every entry's postings")
+        paths = None
+
     # 1-2. What is on disk, against the files table.
     if paths is None:
         scan = scan_root(root, settings.index)
@@ -326,9 +333,10 @@ def _sync(
         indexed = store.file_records(scope)
     work.problems.extend(scan.problems)
     file_plan = plan(scan.files, indexed)
-    work.unchanged = len(file_plan.unchanged)
-    kept = set(file_plan.unchanged)
-    for path in file_plan.to_read:
+    to_read = sorted(scan.files) if lexicon_stale else file_plan.to_read
+    kept = set() if lexicon_stale else set(file_plan.unchanged)
+    work.unchanged = len(kept)
+    for path in to_read:
         content = read_markdown(root, path, settings.index.max_file_bytes)
         if content is None:
             continue
@@ -338,7 +346,7 @@ def _sync(
         kept.add(path)
         fresh = FileRecord(path, content.size, content.mtime_ns, content.sha256, now_ns)
         record = indexed.get(path)
-        if record is None or record.sha256 != content.sha256:
+        if record is None or record.sha256 != content.sha256 or lexicon_stale:
             work.texts[path] = content.text
             work.file_rows.append(fresh)
             continue
@@ -367,7 +375,7 @@ def _sync(
     vector_hashes = (
         store.vector_hashes(identity_key, [entry.id for entry in accepted]) if embedder else {}
     )
-    diff = diff_entries(old_rows, accepted, vector_hashes)
+    diff = diff_entries(old_rows, accepted, vector_hashes, retokenize_all=lexicon_stale)
     old_by_id = {row.id: row for row in old_rows}
 
     # 4. A model identity change, or entries left without vectors by a degraded run.
@@ -389,12 +397,13 @@ def _sync(
         counts = Counter(terms(redact(entry.text)))
         doc_lengths[entry.id] = sum(counts.values())
         postings.append((entry.id, dict(counts)))
+    rewritten = {entry.id: entry for entry in diff.new + diff.changed + diff.retokenize}
     rows = tuple(
         row_for(
             entry,
             doc_lengths.get(entry.id, old_by_id[entry.id].doc_len if entry.id in old_by_id else 0),
         )
-        for entry in diff.new + diff.changed
+        for entry in rewritten.values()
     )
     stale = tuple(
         entry.id for entry in diff.changed if old_by_id[entry.id].l0_hash != entry.l0_hash
@@ -440,6 +449,7 @@ def _sync(
             upsert_files=tuple(work.file_rows) if last else (),
             delete_files=tuple(work.deleted_files) if last else (),
             vectors_complete=complete,
+            meta=(("tokenizer", str(TOKENIZER_VERSION)),) if last and lexicon_stale else (),
         )
         # Nothing to write, no commit: the generation stays, so warm readers keep their caches.
         if batch != Batch(identity=identity_key):
@@ -600,6 +610,15 @@ def _verify(settings: Settings, store: Store) -> VerifyReport:
     for issue in store.vector_issues(identity_key, dim):
         kind = VECTOR_KINDS[issue.kind]
         differences.append(Difference(kind, issue.path, f"{issue.entry_id}: {issue.detail}"))
+    built_with = store.meta("tokenizer")
+    if records and built_with != str(TOKENIZER_VERSION):
+        differences.append(
+            Difference(
+                "tokenizer",
+                None,
+                f"postings built by tokenizer version {built_with}, not {TOKENIZER_VERSION}",
+            )
+        )
     postings = store.postings_lengths()
     for rows in rows_by_path.values():
         for row in rows:

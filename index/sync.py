@@ -92,7 +92,7 @@ class EntryDiff:
     changed: tuple[Entry, ...] = ()  # same id, some stored field differs
     removed: tuple[str, ...] = ()  # ids
     unchanged: tuple[str, ...] = ()  # ids
-    retokenize: tuple[Entry, ...] = ()  # new, or text_hash changed: postings to recompute
+    retokenize: tuple[Entry, ...] = ()  # new, text changed (or all): postings to recompute
     to_embed: tuple[Entry, ...] = ()  # no vector of the current identity for this L0 hash
     touched_workspaces: frozenset[str | None] = frozenset()  # of new, changed and removed
 
@@ -173,9 +173,14 @@ def diff_entries(
     old_rows: Iterable[EntryRow],
     parsed: Sequence[Entry],
     vector_hashes: Mapping[str, str],
+    *,
+    retokenize_all: bool = False,
 ) -> EntryDiff:
     """Given the stored rows of some files, those files' freshly parsed (accepted) entries and
-    the L0 hash of each entry's current-identity vector, return the entry diff."""
+    the L0 hash of each entry's current-identity vector, return the entry diff.
+
+    retokenize_all=True (the tokenizer changed): every entry's postings are recomputed.
+    """
     old = {row.id: row for row in old_rows}
     new: list[Entry] = []
     changed: list[Entry] = []
@@ -186,12 +191,13 @@ def diff_entries(
         if row is None:
             new.append(entry)
             retokenize.append(entry)
-        elif row_for(entry, row.doc_len) != row:
+            continue
+        if row_for(entry, row.doc_len) != row:
             changed.append(entry)
-            if entry.text_hash != row.text_hash:
-                retokenize.append(entry)
         else:
             unchanged.append(entry.id)
+        if retokenize_all or entry.text_hash != row.text_hash:
+            retokenize.append(entry)
     seen = {entry.id for entry in parsed}
     removed = sorted(entry_id for entry_id in old if entry_id not in seen)
     touched = {entry.workspace for entry in new + changed}

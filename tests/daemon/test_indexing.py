@@ -31,6 +31,7 @@ from carryd.daemon.indexing import (
 )
 from carryd.index.entries import parse_entries
 from carryd.index.store import Store
+from carryd.index.tokenize import TOKENIZER_VERSION, terms
 
 REPO = Path(__file__).resolve().parents[2]
 WORKSPACES = ("alpha", "beta", "gamma")
@@ -186,7 +187,8 @@ def test_a_body_edit_that_keeps_the_l0_embeds_nothing_but_updates_hashes_and_pos
     assert after.l0_hash == before.l0_hash
     assert after.text_hash != before.text_hash
     with Store.open(root / ".carryd" / "index.sqlite") as store:
-        assert store.postings(["zeppelinword"]) == {"zeppelinword": {after.id: 1}}
+        [term] = terms("zeppelinword")
+        assert store.postings([term]) == {term: {after.id: 1}}
 
 
 def test_adding_an_entry(root: Path):
@@ -269,7 +271,8 @@ def test_without_a_model_the_index_still_builds_and_says_why(
     assert str(empty) in answer["degraded"] and "ONNX" in answer["degraded"]
     with Store.open(small / ".carryd" / "index.sqlite") as store:
         assert store.counts()["vectors"] == 0
-        assert store.postings(["preamble"])["preamble"]
+        [term] = terms("preamble")
+        assert len(store.postings([term])[term]) == 3  # one preamble block per file
     # once a model is there, the entries left without vectors are embedded
     monkeypatch.setenv("CARRYD_MODEL_PATH", str(model_dir))
     assert counts(index_json(small)) == (3, 60, 60, 0)
@@ -474,3 +477,19 @@ def test_a_sync_with_nothing_to_do_commits_nothing(small: Path, use_model: Path)
         report = sync_root(settings, store=store)
         assert (report.parsed, report.embedded, report.unchanged) == (0, 0, 3)
         assert store.generation() == generation
+
+
+def test_a_new_tokenizer_version_recomputes_every_posting_without_embedding(
+    small: Path, use_model: Path
+):
+    index_json(small)
+    database = small / ".carryd" / "index.sqlite"
+    _sql(database, "DELETE FROM postings")
+    _sql(database, f"UPDATE meta SET value = '{TOKENIZER_VERSION - 1}' WHERE key = 'tokenizer'")
+    settings = load_settings(None, root=str(small))
+    kinds = {difference.kind for difference in verify_root(settings).problems}
+    assert kinds == {"tokenizer", "postings"}
+    report = sync(small)
+    assert (report.parsed, report.embedded, report.removed) == (3, 0, 0)
+    assert verify_root(settings).ok
+    assert sync(small).parsed == 0

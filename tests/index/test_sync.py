@@ -170,3 +170,12 @@ def test_explicit_ids_stay_with_their_first_owner():
         DuplicateId("mem_x", "b.md", "z.md"),
         DuplicateId("mem_y", "b.md", "a.md"),
     )
+
+
+def test_a_new_tokenizer_retokenizes_every_entry_and_embeds_none():
+    same, moved = entry("mem_a"), entry("mem_b", line_start=9)
+    rows = [row_for(same, 1), row_for(entry("mem_b"), 1)]
+    hashes = {"mem_a": same.l0_hash, "mem_b": moved.l0_hash}
+    diff = diff_entries(rows, (same, moved), hashes, retokenize_all=True)
+    assert diff.retokenize == (same, moved)
+    assert (diff.unchanged, diff.changed, diff.to_embed) == (("mem_a",), (moved,), ())
