@@ -370,7 +370,7 @@ def l0_from_title(title: str | None, body: str, *, max_chars: int = 100) -> tupl
     lead = _lead_block(body)
     sentence = first_sentence(lead) if lead else ""
     if title and is_abstract(title):
-        topic = without_labels(title)
+        topic = without_labels(title) or title
         if len(topic) > max_chars:
             return truncate(topic, max_chars), "truncate"
         if not lead:

@@ -6,9 +6,9 @@ import hashlib
 
 import pytest
 from carryd.index.entries import Entry, parse_entries
-from carryd.index.l0 import _cut_allowed, extract_l0, truncate
+from carryd.index.l0 import _cut_allowed, extract_l0, is_abstract, truncate, without_labels
 from carryd.index.redact import redact
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -220,6 +220,21 @@ def test_l0_is_bounded_and_one_line(heading: str | None, body: str, max_chars: i
     assert len(l0) <= max_chars
     assert "\n" not in l0
     assert source in ("heading", "firstSentence", "truncate")
+
+
+@FAST
+@given(PHRASE, PROSE, PROSE, st.lists(ASCII_WORDS, min_size=1, max_size=8).map(" ".join))
+def test_l0_covers_only_the_opening_of_the_first_block(
+    heading: str, first: str, later: str, tail: str
+) -> None:
+    """An edit beyond what the L0 covers never changes it: later blocks, or the first block
+    past the cut; the heading and the opening do."""
+    l0, _ = extract_l0(heading, f"{first}\n\n{later}")
+    assert extract_l0(heading, f"{first}\n\n{later} {tail}")[0] == l0
+    if l0.endswith("…"):
+        assert extract_l0(heading, f"{first} {tail}\n\n{later}")[0] == l0
+    assume(is_abstract(without_labels(heading)))
+    assert extract_l0(f"Other {heading}", f"{first}\n\n{later}")[0] != l0
 
 
 TRICKY = st.sampled_from(
