@@ -112,10 +112,10 @@ def test_entry_fields() -> None:
         line_end=3,
         heading_path=("Release pitfalls",),
         text=body,
-        l0="Release pitfalls — npm publish needs OTP.",
+        l0="Release pitfalls — npm publish needs OTP. Also tag.",
         l0_source="heading",
         text_hash=hashlib.sha256(body.encode()).hexdigest(),
-        l0_hash=hashlib.sha256(b"Release pitfalls \xe2\x80\x94 npm publish needs OTP.").hexdigest(),
+        l0_hash=hashlib.sha256("Release pitfalls — npm publish needs OTP. Also tag.".encode()).hexdigest(),
         slot="release:otp",
     )
     assert entry.id.startswith("mem_") and len(entry.id) == 36
