@@ -103,12 +103,12 @@ class _Snapshot:
 class _Keys:
     """What a snapshot was built from, to tell what changed at the next generation.
 
-    `entries`: id → the stored row as SQLite returned it; `vectors`: id → (L0 hash, bytes)
-    of its vector of this model; `reads`: id → whether the model reads the entry's L0.
+    `entries`: id → the stored row as SQLite returned it; `vectors`: id → the L0 hash
+    of its vector of this model, for exactly the vectors in the matrix; `reads`: id → whether the model reads the entry's L0.
     """
 
     entries: Mapping[str, tuple[Any, ...]]
-    vectors: Mapping[str, tuple[str, int]]
+    vectors: Mapping[str, str]
     reads: Mapping[str, bool]
 
 
@@ -126,13 +126,16 @@ def _raw_entries(store: Store) -> dict[str, tuple[Any, ...]]:
     return {row[0]: tuple(row) for row in store._query(f"SELECT {ENTRY_COLUMNS} FROM entries")}
 
 
-def _raw_vector_keys(store: Store, identity_key: str) -> dict[str, tuple[str, int]]:
-    """Given a store and a model identity, return id → (L0 hash, byte width) of its vectors."""
+def _raw_vector_keys(store: Store, identity_key: str) -> dict[str, str]:
+    """Given a store and a model identity, return id → the L0 hash of its vector.
+
+    (The identity key names the dim, so a vector is re-fetched, and its width checked,
+    exactly when its L0 hash changes.)
+    """
     rows = store._query(
-        "SELECT entry_id, l0_hash, length(vector) FROM vectors WHERE identity = ?",
-        (identity_key,),
+        "SELECT entry_id, l0_hash FROM vectors WHERE identity = ?", (identity_key,)
     )
-    return {entry_id: (l0_hash, width) for entry_id, l0_hash, width in rows}
+    return dict(rows)
 
 
 def _raw_vectors(
@@ -141,8 +144,9 @@ def _raw_vectors(
     """Given a store, an identity and entry ids, return (id, L0 hash, blob) of their vectors."""
     from carryd.index.store import IDS_IN
 
+    # "+identity": look the ids up by primary key; the identity index matches every row.
     return store._query(
-        "SELECT entry_id, l0_hash, vector FROM vectors WHERE identity = ? "
+        "SELECT entry_id, l0_hash, vector FROM vectors WHERE +identity = ? "
         f"AND entry_id IN {IDS_IN}",
         (identity_key, json.dumps(list(ids), ensure_ascii=False)),
     )
@@ -223,7 +227,7 @@ class Recaller:
         rows = {entry_id: _decoded(values) for entry_id, values in raw.items()}
         doc_count, avg_len = self._store.lexical_stats()
         vector_ids: tuple[str, ...] = ()
-        vector_keys: dict[str, tuple[str, int]] = {}
+        vector_keys: dict[str, str] = {}
         matrix = None
         problem = None
         if self._embedder is not None:
@@ -318,9 +322,8 @@ class Recaller:
         if self._embedder is not None:
             identity = self._embedder.identity
             now = _raw_vector_keys(self._store, identity.key())
-            now = {entry_id: key for entry_id, key in now.items() if entry_id in rows}
-            if any(width != 4 * identity.dim for _, width in now.values()):
-                return None
+            for entry_id in now.keys() - rows.keys():  # vectors without an entry: unused
+                del now[entry_id]
             wanted = sorted(
                 entry_id for entry_id, key in now.items() if vector_keys.get(entry_id) != key
             )
@@ -346,11 +349,12 @@ class Recaller:
                     )
                 vector_ids = tuple(kept_ids) + tuple(entry_id for entry_id, _, _ in fetched)
                 matrix = np.ascontiguousarray(np.concatenate(blocks)) if blocks else None
-                # Keys as fetched: a vector replaced meanwhile is seen as changed next time.
-                vector_keys = {entry_id: now[entry_id] for entry_id in kept_ids}
-                vector_keys.update(
-                    {entry_id: (l0_hash, len(blob)) for entry_id, l0_hash, blob in fetched}
-                )
+                # The keys of exactly the matrix's rows, as fetched: a vector replaced or
+                # deleted meanwhile is seen as changed next time.
+                for entry_id in replaced:
+                    del now[entry_id]
+                now.update({entry_id: l0_hash for entry_id, l0_hash, _ in fetched})
+                vector_keys = now
             if rows and matrix is None:
                 return None  # the full load says "no vectors for this model yet"
 
