@@ -76,9 +76,13 @@ def indexed(tmp_path: Path, model_dir: Path, embedder: Embedder) -> Iterator[Any
 NOTES = {
     "MEMORY.md": "# Habits\n\n## Doctor visit\n\nSee the doctor on Tuesday.\n\n"
     "## Editor\n\nI use vim with a light theme.\n",
+    # The error code and the path come after the bodies' opening ~100 characters, so that they
+    # are in the full text but not in the L0 (which holds the heading and the opening).
     "webshop/notes.md": "# Webshop\n\n## Proxy notes\n\nThe checkout socket kept dying under "
-    "load. The log said ERR_CONN_RESET whenever the proxy restarted; we now retry twice.\n\n"
-    "## Build entry\n\nThe bundler needs one entry point. It starts from lib/index.js and "
+    "load on busy evenings, whenever the traffic peaked and the upstream pool ran dry. "
+    "The log said ERR_CONN_RESET whenever the proxy restarted; we now retry twice.\n\n"
+    "## Build entry\n\nThe bundler needs one entry point, a plain script that the build can "
+    "resolve without any plugins or loaders. It starts from lib/index.js and "
     "emits dist/app.js.\n\n"
     "## Money\n\nAmounts are integers in cents everywhere.\n",
     "tooling/notes.md": "# Tooling\n\n## Money in tooling\n\nThe tooling scripts never touch "
@@ -307,7 +311,8 @@ def test_expand_returns_the_exact_current_text_and_reports_unknown_and_vanished(
     answer = root.recaller.expand([proxy["id"], "mem_" + "0" * 32, money["id"], chinese["id"]])
     texts = {entry["id"]: entry["text"] for entry in answer["entries"]}
     assert texts[proxy["id"]].rstrip("\n") == (
-        "## Proxy notes\n\nThe checkout socket kept dying under load. The log said "
+        "## Proxy notes\n\nThe checkout socket kept dying under load on busy evenings, "
+        "whenever the traffic peaked and the upstream pool ran dry. The log said "
         "ERR_CONN_RESET whenever the proxy restarted; we now retry twice."
     )
     assert texts[money["id"]].startswith("## Money\n\nAmounts are integers in cents")
