@@ -103,8 +103,9 @@ class _Snapshot:
 class _Keys:
     """What a snapshot was built from, to tell what changed at the next generation.
 
-    `entries`: id → the stored row as SQLite returned it; `vectors`: id → the L0 hash
-    of its vector of this model, for exactly the vectors in the matrix; `reads`: id → whether the model reads the entry's L0.
+    `entries`: id → the stored row as SQLite returned it; `vectors`: id → the L0 hash of its
+    vector of this model, for exactly the vectors in the matrix; `reads`: id → whether the
+    model reads the entry's L0.
     """
 
     entries: Mapping[str, tuple[Any, ...]]
@@ -132,9 +133,7 @@ def _raw_vector_keys(store: Store, identity_key: str) -> dict[str, str]:
     (The identity key names the dim, so a vector is re-fetched, and its width checked,
     exactly when its L0 hash changes.)
     """
-    rows = store._query(
-        "SELECT entry_id, l0_hash FROM vectors WHERE identity = ?", (identity_key,)
-    )
+    rows = store._query("SELECT entry_id, l0_hash FROM vectors WHERE identity = ?", (identity_key,))
     return dict(rows)
 
 

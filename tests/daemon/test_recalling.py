@@ -457,8 +457,10 @@ QUERIES = (
 STEPS: tuple[dict[str, str | None], ...] = (
     {"webshop/notes.md": NOTES["webshop/notes.md"].replace("retry twice", "retry thrice")},
     {"ops/ingress.md": "## Ingress\n\nKubernetes ingress times out after 60 s.\n"},
-    {"MEMORY.md": NOTES["MEMORY.md"] + "\n## Theme\n\n<!-- slot: preference:theme -->\n"
-     "A dark editor theme at night.\n"},
+    {
+        "MEMORY.md": NOTES["MEMORY.md"] + "\n## Theme\n\n<!-- slot: preference:theme -->\n"
+        "A dark editor theme at night.\n"
+    },
     {"tooling/notes.md": None},
     {"ops/ingress.md": "## 入口\n\nKubernetes 入口网关超时，已改为九十秒。\n"},
     {"webshop/notes.md": None, "ops/money.md": "## Money in ops\n\nCents, never floats.\n"},
