@@ -420,8 +420,7 @@ def test_five_l0_abstracts_are_far_smaller_than_the_five_full_entries(
 ) -> None:
     """P4's measurement on the example root: five L0 hits vs expanding the same five.
 
-    The example root's entries are short (~140 characters, against the 814 P4 measured), so
-    the saving here is ~75%; on CMRC-sized entries it is ~90% (bench/bench_recall.py).
+    The issue's bar: the L0 answer is at least 80% smaller in characters.
     """
     root = tmp_path / "examples"
     shutil.copytree(REPO / "examples" / "memory", root)
@@ -436,7 +435,7 @@ def test_five_l0_abstracts_are_far_smaller_than_the_five_full_entries(
             assert [entry["id"] for entry in full] == [hit["id"] for hit in hits]
             l0_chars += sum(len(hit["l0"]) for hit in hits)
             full_chars += sum(len(entry["text"]) for entry in full)
-        assert 1 - l0_chars / full_chars > 0.7
+        assert 1 - l0_chars / full_chars >= 0.8
     finally:
         indexed_root.store.close()
 
