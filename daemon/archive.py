@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
@@ -33,6 +31,7 @@ from typing import Literal
 from carryd.carry.plan import archive_plan, missing_lines
 from carryd.daemon.carrying import list_workspaces
 from carryd.daemon.config import Settings
+from carryd.daemon.files import write_atomic
 from carryd.index.errors import UsageError
 
 log = logging.getLogger(__name__)
@@ -167,28 +166,6 @@ def _restore(path: Path, previous: bytes) -> None:
             path.unlink()
     except OSError as error:  # the history is still in PLAN.md, so nothing is lost
         log.warning("%s: could not restore the archive: %s", path, error)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Given a path and bytes, write them via a temp file, fsync and os.replace."""
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as temp:
-            temp.write(data)
-            temp.flush()
-            os.fsync(temp.fileno())
-        if mode is not None:
-            os.chmod(temp_name, mode)
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
 
 
 def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:

@@ -19,7 +19,6 @@ The `.md` holds no timestamps and no absolute paths; those go to the manifest.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import datetime
 import hashlib
@@ -27,7 +26,6 @@ import json
 import logging
 import os
 import sys
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +36,7 @@ from carryd.carry.ledger import SectionNames
 from carryd.carry.planner import SegmentDecision
 from carryd.carry.render import CarryBudgets, CarryInputs, CarryPlan, build_carry, recall_query
 from carryd.carry.select import MemoryDecision, MemorySelectionPolicy
+from carryd.daemon.files import write_atomic
 from carryd.index.entries import ROOT_LEVEL_DIRS
 from carryd.index.errors import IndexCorrupt, PromptBudgetError, UsageError
 from carryd.index.redact import redact
@@ -504,9 +503,9 @@ def _write(settings: Settings, built: BuiltCarry) -> CarryResult:
     changed = _read_existing(carry_path) != data
     manifest = manifest_of(settings, built, sha256=digest, size=len(data))
     if changed:
-        _atomic_write(carry_path, data)
+        write_atomic(carry_path, data)
     if changed or _manifest_outdated(manifest_path, manifest):
-        _atomic_write(manifest_path, _manifest_bytes(manifest))
+        write_atomic(manifest_path, _manifest_bytes(manifest))
     return CarryResult(
         workspace=built.workspace,
         path=carry_path,
@@ -541,28 +540,6 @@ def _manifest_outdated(path: Path, manifest: Mapping[str, Any]) -> bool:
     old.pop("generated_at", None)
     new.pop("generated_at", None)
     return bool(old != new)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Given a path and bytes, write them so a reader sees the old file or the new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    with contextlib.suppress(OSError):
-        directory = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
 
 
 # --- the manifest -----------------------------------------------------------------------------

@@ -15,7 +15,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -24,6 +23,7 @@ from typing import Literal
 from xml.sax.saxutils import escape as xml_escape
 
 from carryd.daemon.config import MODEL_PATH_ENV, Settings
+from carryd.daemon.files import write_atomic
 from carryd.index.errors import UsageError
 
 SYSTEMD_UNIT = "carryd.service"
@@ -322,7 +322,7 @@ def _install(plan: ServicePlan, runner: Runner, uid: int | None) -> int:
             f"{plan.root}: the memory root is not a directory; create it or pass --root DIR"
         )
     previous = plan.path.read_text(encoding="utf-8") if plan.path.is_file() else None
-    _write_atomically(plan.path, plan.text)
+    write_atomic(plan.path, plan.text.encode("utf-8"), mode=0o644)
     print(f"carryd: wrote {plan.path}")
     if plan.platform == "systemd":
         steps = [
@@ -437,18 +437,3 @@ def _report_failure(command: Sequence[str], result: CommandResult) -> None:
         f"carryd: `{' '.join(command)}` failed with exit code {result.returncode}: {detail}",
         file=sys.stderr,
     )
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

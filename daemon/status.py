@@ -20,12 +20,13 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from carryd.daemon.files import write_atomic
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
@@ -43,18 +44,9 @@ def state_file(settings: Settings) -> Path:
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Given a path and a JSON object, replace the file in one step (temp + os.replace)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, sort_keys=True, default=str)
-            handle.write("\n")
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
+    """Given a path and a JSON object, replace the file in one step."""
+    text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
+    write_atomic(path, text.encode("utf-8"))
 
 
 def read_state(settings: Settings) -> dict[str, Any] | None:
