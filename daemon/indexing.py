@@ -24,7 +24,10 @@ Counts (`SyncReport`, the `carryd index --json` keys):
 
 A model identity change (another model, file, dim, pooling or prefix) re-embeds every entry; the
 vectors of the old identity are dropped after a copy of the index is kept as
-`index.sqlite.old-model-<UTC>`; the report's notes and the log say so once.
+`index.sqlite.old-model-<UTC>`; the report's notes and the log say so once. A new
+`TOKENIZER_VERSION` re-reads every file and recomputes every posting (nothing is re-embedded).
+`verify_root` lists every difference between index and files; `repair_root` rebuilds the files
+and vectors a verify found wrong.
 """
 
 from __future__ import annotations
