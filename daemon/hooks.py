@@ -189,9 +189,9 @@ def session_start_answer(
         return _short(bad or "bad input", "bad_input", budget)
     if settings is None or problem:
         return _short(problem or "no settings", "config_error", budget)
-    cwd = data.get("cwd")
-    if not isinstance(cwd, str) or not cwd:
-        return _short("the hook input has no cwd", "bad_input", budget)
+    cwd = _cwd_of(data, statusline=False)
+    if cwd is None:
+        return _short("the hook input has no usable cwd", "bad_input", budget)
     workspace = settings.workspace_for(cwd)
     if not _is_workspace(settings, workspace):
         return _short(
@@ -476,14 +476,18 @@ def statusline_text(raw: str, settings: Settings | None, problem: str | None) ->
     return " ".join(parts) + f" >= {hooks.handoff_threshold:.0%} | {hint} ({label})"
 
 
-def _cwd_of(data: Mapping[str, Any]) -> str | None:
+def _cwd_of(data: Mapping[str, Any], *, statusline: bool = True) -> str | None:
+    """Given hook input, return the host's working directory, or None when it names no
+    usable path (absent, empty, not a string, or holding a NUL byte no path can hold)."""
+    candidates: list[object] = []
     workspace = data.get("workspace")
-    if isinstance(workspace, Mapping):
-        current = workspace.get("current_dir")
-        if isinstance(current, str) and current:
-            return current
-    cwd = data.get("cwd")
-    return cwd if isinstance(cwd, str) and cwd else None
+    if statusline and isinstance(workspace, Mapping):
+        candidates.append(workspace.get("current_dir"))
+    candidates.append(data.get("cwd"))
+    for candidate in candidates:
+        if isinstance(candidate, str) and candidate and "\x00" not in candidate:
+            return candidate
+    return None
 
 
 # --- small helpers --------------------------------------------------------------------------------

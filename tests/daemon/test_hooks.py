@@ -788,3 +788,12 @@ def test_with_the_daemon_running_the_hook_recalls_through_it(
         daemon.terminate()
         daemon.wait(timeout=60)
         log.close()
+
+
+def test_a_cwd_no_path_can_hold_is_bad_input_not_a_crash(root: Path) -> None:
+    settings = load_settings(None, root=root)
+    answer = session_start_answer('{"cwd": "/tmp/a\\u0000b", "source": "clear"}', settings, None)
+    assert answer.to_json()["hookSpecificOutput"]["additionalContext"].count("no usable cwd") == 1
+    status = '{"cwd": "\\u0000", "context_window": {"used_percentage": 80}}'
+    line = statusline_text(status, settings, None)
+    assert "no cwd" in line

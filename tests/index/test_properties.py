@@ -231,7 +231,7 @@ def test_l0_covers_only_the_opening_of_the_first_block(
     past the cut; the heading and the opening do."""
     l0, _ = extract_l0(heading, f"{first}\n\n{later}")
     assert extract_l0(heading, f"{first}\n\n{later} {tail}")[0] == l0
-    if l0.endswith("…"):
+    if l0.endswith("…") and "…" not in heading + first:  # the ellipsis marks a cut
         assert extract_l0(heading, f"{first} {tail}\n\n{later}")[0] == l0
     assume(is_abstract(without_labels(heading)))
     assert extract_l0(f"Other {heading}", f"{first}\n\n{later}")[0] != l0
