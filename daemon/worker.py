@@ -100,11 +100,14 @@ class Debouncer:
         due = self.next_due()
         if due is None or now < due:
             return None
+        # Same sums as next_due(), so "due" and "ready" agree to the last bit. Once the oldest
+        # change has waited max_delay a sync is forced anyway, so everything pending rides
+        # along: a long burst over several paths costs one batch per max_delay window.
+        forced = any(now >= p.first + self.max_delay for p in self._pending.values())
         ready = [
             change
             for change, p in self._pending.items()
-            # Same sums as next_due(), so "due" and "ready" agree to the last bit.
-            if now >= p.last + self.quiet or now >= p.first + self.max_delay
+            if forced or now >= p.last + self.quiet
         ]
         if not ready:
             return None
