@@ -445,13 +445,16 @@ class Indexer:
         )
 
     def _verify(self) -> None:
-        from carryd.daemon.indexing import verify_root
+        from carryd.daemon.indexing import repair_root, verify_root
 
         report = verify_root(self.settings, store=self.store)
         self.state.record_verify(report)
         if not report.ok:
-            log.warning("verify: %d problems; reconciling now", len(report.problems))
-            self._reconcile(kind="reconcile", every_carry=False, events=0)
+            # A reconcile only re-reads changed files; damage inside the index (lost postings
+            # or vectors) needs the repair, then every carry is re-planned from the fixed index.
+            log.warning("verify: %d problems; repairing the index", len(report.problems))
+            repair_root(self.settings, report, store=self.store, embedder=self.embedder)
+            self._reconcile(kind="repair", every_carry=True, events=0)
 
     def _archive(self) -> None:
         if not self.settings.daemon.archive_plan:

@@ -354,3 +354,35 @@ def test_scheduler_jobs_only_submit_tasks_and_stop_joins() -> None:
     finally:
         scheduler.stop()
     assert set(submitted) == {"reconcile"}
+
+
+def test_the_verify_task_repairs_damage_inside_the_index(tmp_path, use_model) -> None:
+    """A reconcile only re-reads changed files; lost postings and vectors need the repair."""
+    import sqlite3
+
+    from carryd.daemon.indexing import load_embedder_for, open_store, sync_root, verify_root
+    from carryd.daemon.status import DaemonState
+    from carryd.daemon.worker import Indexer
+
+    root = tmp_path / "root"
+    (root / "ws").mkdir(parents=True)
+    (root / "ws" / "a.md").write_text("# Alpha\nThe alpha entry.\n\n# Beta\nThe beta entry.\n")
+    settings_ = parse_settings({"root": str(root), "model": {"model_path": str(use_model)}})
+    embedder, degraded = load_embedder_for(settings_)
+    store = open_store(settings_)
+    try:
+        sync_root(settings_, store=store, embedder=embedder)
+        with sqlite3.connect(settings_.db_path) as damage:
+            damage.execute("DELETE FROM vectors")
+            damage.execute("DELETE FROM postings")
+        assert not verify_root(settings_, store=store).ok
+        indexer = Indexer(
+            settings_, store=store, embedder=embedder, degraded=degraded,
+            state=DaemonState(settings_),
+        )
+        indexer.run("verify")
+        indexer.close()
+        assert verify_root(settings_, store=store).ok
+        assert store.counts()["vectors"] == 2
+    finally:
+        store.close()
