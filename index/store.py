@@ -49,6 +49,12 @@ SCHEMA_VERSION = 1
 LARGE_BATCH_ROWS = 20_000
 LARGE_BATCH_CACHE_KIB = 65_536
 SQLITE_MAGIC = b"SQLite format 3\x00"
+# Index files this process holds open, with how many stores hold each. Opening and closing
+# any descriptor of a database file drops the POSIX locks every SQLite connection of this
+# process holds on it, after which another process may delete the live WAL; so a file that
+# is already open here is never read outside SQLite (it is in use, hence not to be
+# diagnosed or moved aside).
+_LIVE: dict[str, int] = {}
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -124,6 +130,7 @@ class Store:
         self._write = write
         self._read = read
         self.recovered = recovered
+        self._live_key: str | None = None
 
     # -- opening and recovery ---------------------------------------------------------------
 
@@ -141,9 +148,11 @@ class Store:
                 f"{db_path.parent}: cannot create the index folder: {error.strerror}"
             ) from error
         recovered: str | None = None
-        if not db_path.exists():
+        live_key = str(db_path.resolve())
+        in_use_here = _LIVE.get(live_key, 0) > 0
+        if not db_path.exists() and not in_use_here:
             _move_orphans(db_path)
-        verdict = diagnose(db_path)
+        verdict = None if in_use_here else diagnose(db_path)
         if verdict is not None:
             kind, detail = verdict
             aside = _move_aside(db_path, kind)
@@ -160,11 +169,19 @@ class Store:
                 f"{db_path}: cannot create the index ({error}); check the folder's permissions "
                 "and free space, or delete the file"
             ) from error
-        return cls(db_path, write, read, recovered)
+        _LIVE[live_key] = _LIVE.get(live_key, 0) + 1
+        store = cls(db_path, write, read, recovered)
+        store._live_key = live_key
+        return store
 
     def close(self) -> None:
         self._read.close()
         self._write.close()
+        key, self._live_key = self._live_key, None
+        if key is not None:
+            remaining = _LIVE.pop(key, 1) - 1
+            if remaining > 0:
+                _LIVE[key] = remaining
 
     def recover(self) -> str | None:
         """After an IndexCorrupt from this store: reopen it in place, moving the file aside
@@ -172,6 +189,7 @@ class Store:
         self.close()
         fresh = Store.open(self.path)
         self._write, self._read, self.recovered = fresh._write, fresh._read, fresh.recovered
+        self._live_key, fresh._live_key = fresh._live_key, None
         return self.recovered
 
     def __enter__(self) -> Store:

@@ -155,14 +155,3 @@ def test_read_markdown_of_a_vanished_file_is_none_and_a_dangling_link_a_problem(
     problem = read_markdown(tmp_path, "link.md", 1_000)
     assert isinstance(problem, Problem) and problem.code == "broken_symlink"
 
-
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads mode-000 files; see test_indexing")
-def test_read_markdown_reports_a_permission_error(tmp_path: Path):
-    path = write(tmp_path, "secret.md")
-    path.chmod(0)
-    try:
-        problem = read_markdown(tmp_path, "secret.md", 1_000)
-    finally:
-        path.chmod(0o644)
-    assert isinstance(problem, Problem) and problem.code == "unreadable"
-    assert "permission denied" in problem.reason

@@ -261,3 +261,24 @@ def _checkpoint(db: Path) -> None:
     with sqlite3.connect(db) as connection:
         connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     connection.close()
+
+
+def test_a_second_store_in_the_process_keeps_the_first_ones_locks(tmp_path: Path) -> None:
+    """Reading the file outside SQLite would drop this process's POSIX locks, and another
+    process closing its connection would then delete the live WAL under the first store."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "index.sqlite"
+    first = Store.open(db)
+    try:
+        assert db.with_name("index.sqlite-wal").exists()
+        Store.open(db).close()
+        other_process = (
+            f"import sqlite3; c = sqlite3.connect({str(db)!r}); "
+            "c.execute('SELECT count(*) FROM meta').fetchall(); c.close()"
+        )
+        subprocess.run([sys.executable, "-c", other_process], check=True)
+        assert db.with_name("index.sqlite-wal").exists()
+    finally:
+        first.close()
