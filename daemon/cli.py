@@ -183,6 +183,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`carryd recall … | head`): not an error of ours. Point stdout
+        # at /dev/null so the interpreter's final flush does not complain again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 def _setup_logging(args: argparse.Namespace) -> None:

@@ -171,12 +171,7 @@ class QueryService:
         from carryd.daemon.status import model_identity_text
 
         identity = getattr(self._embedder, "identity", None)
-        text = model_identity_text(self.settings)
-        if identity is not None:
-            where = (
-                f" from {self.settings.model.model_path}" if self.settings.model.model_path else ""
-            )
-            text = f"{identity.name} ({identity.file}, {identity.dim}-d, {identity.pooling}){where}"
+        text = model_identity_text(self.settings, identity)
         return {
             "identity": text,
             "key": identity.key() if identity is not None else None,

@@ -214,10 +214,23 @@ def probe_model(settings: Settings) -> str | None:
     return None
 
 
-def model_identity_text(settings: Settings) -> str:
+def model_identity_text(settings: Settings, identity: Any = None) -> str:
+    """Given settings (and the loaded model's identity, when there is one), return how status
+    names the model. Without a loaded model the identity is resolved as the embedder would
+    (a local folder's own files, else the configured default) without loading anything."""
+    if identity is None:
+        from carryd.daemon.indexing import load_embedder_for
+
+        embedder, _ = load_embedder_for(settings, lazy=True)
+        identity = getattr(embedder, "identity", None)
     model = settings.model
+    name, file, dim, pooling = (
+        (identity.name, identity.file, identity.dim, identity.pooling)
+        if identity is not None
+        else (model.name, model.file, model.dim, model.pooling)
+    )
     where = f" from {model.model_path}" if model.model_path else ""
-    return f"{model.name} ({model.file}, {model.dim}-d, {model.pooling}){where}"
+    return f"{name} ({file}, {dim}-d, {pooling}){where}"
 
 
 def index_counts(settings: Settings) -> dict[str, int] | None:

@@ -258,3 +258,14 @@ def test_status_counts_an_existing_index(root: Path) -> None:
         pass
     report = status_report(settings, now=0)
     assert report["counts"] == {"files": 0, "entries": 0, "vectors": 0}
+
+
+def test_status_names_the_model_a_local_folder_really_holds(
+    root: Path, use_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without a daemon, status resolves the folder's identity (its own files), not the
+    configured default's name."""
+    main(["status", "--json", "--root", str(root)])
+    identity = json.loads(capsys.readouterr().out)["model"]["identity"]
+    assert identity.startswith("nreimers/MiniLM-L6-H384-uncased (model.onnx, 384-d, mean)")
+    assert str(use_model) in identity
