@@ -50,6 +50,7 @@ from carryd.index.fusion import (
     fuse,
 )
 from carryd.index.lexical import LexicalStats, TermPostings, query_terms, search_rows
+from carryd.index.store import entry_row
 
 if TYPE_CHECKING:
     import numpy as np
@@ -111,50 +112,6 @@ class _Keys:
     entries: Mapping[str, tuple[Any, ...]]
     vectors: Mapping[str, str]
     reads: Mapping[str, bool]
-
-
-# --- the store's raw rows ----------------------------------------------------------------------
-# The incremental refresh needs every entry's stored row and every vector's key in one cheap
-# query each (~35 ms and ~20 ms at 10,000 entries, where building 10,000 `EntryRow`s takes
-# ~150 ms). `Store` has no public method for that yet, so these three helpers use its read
-# connection (`_query`), its column list and its row decoder; they are the only place that does.
-
-
-def _raw_entries(store: Store) -> dict[str, tuple[Any, ...]]:
-    """Given a store, return id → its entry row exactly as stored (ENTRY_COLUMNS order)."""
-    from carryd.index.store import ENTRY_COLUMNS
-
-    return {row[0]: tuple(row) for row in store._query(f"SELECT {ENTRY_COLUMNS} FROM entries")}
-
-
-def _raw_vector_keys(store: Store, identity_key: str) -> dict[str, str]:
-    """Given a store and a model identity, return id → the L0 hash of its vector.
-
-    (The identity key names the dim, so a vector is re-fetched, and its width checked,
-    exactly when its L0 hash changes.)
-    """
-    rows = store._query("SELECT entry_id, l0_hash FROM vectors WHERE identity = ?", (identity_key,))
-    return dict(rows)
-
-
-def _raw_vectors(
-    store: Store, identity_key: str, ids: Sequence[str]
-) -> list[tuple[str, str, bytes]]:
-    """Given a store, an identity and entry ids, return (id, L0 hash, blob) of their vectors."""
-    from carryd.index.store import IDS_IN
-
-    # "+identity": look the ids up by primary key; the identity index matches every row.
-    return store._query(
-        "SELECT entry_id, l0_hash, vector FROM vectors WHERE +identity = ? "
-        f"AND entry_id IN {IDS_IN}",
-        (identity_key, json.dumps(list(ids), ensure_ascii=False)),
-    )
-
-
-def _decoded(raw: tuple[Any, ...]) -> EntryRow:
-    from carryd.index.store import _entry_row
-
-    return _entry_row(raw)
 
 
 class Recaller:
@@ -222,8 +179,8 @@ class Recaller:
 
         # Keys before values: a commit in between makes the values newer than the keys, and
         # the next refresh (the generation moved) sees the keys differ and re-reads them.
-        raw = _raw_entries(self._store)
-        rows = {entry_id: _decoded(values) for entry_id, values in raw.items()}
+        raw = self._store.raw_entry_rows()
+        rows = {entry_id: entry_row(values) for entry_id, values in raw.items()}
         doc_count, avg_len = self._store.lexical_stats()
         vector_ids: tuple[str, ...] = ()
         vector_keys: dict[str, str] = {}
@@ -232,7 +189,7 @@ class Recaller:
         if self._embedder is not None:
             try:
                 identity_key = self._embedder.identity.key()
-                vector_keys = _raw_vector_keys(self._store, identity_key)
+                vector_keys = self._store.vector_keys(identity_key)
                 ids, vectors = self._store.vectors(identity_key)
                 keep = [position for position, entry_id in enumerate(ids) if entry_id in rows]
                 vector_ids = tuple(ids[position] for position in keep)
@@ -284,14 +241,14 @@ class Recaller:
         re-deriving only what changed, or None when only a full load can say what to do."""
         import numpy as np
 
-        raw = _raw_entries(self._store)
+        raw = self._store.raw_entry_rows()
         old_raw = keys.entries
         changed = [entry_id for entry_id, values in raw.items() if old_raw.get(entry_id) != values]
         removed = old_raw.keys() - raw.keys()
         rows = dict(previous.rows)
         for entry_id in removed:
             del rows[entry_id]
-        fresh = {entry_id: _decoded(raw[entry_id]) for entry_id in changed}
+        fresh = {entry_id: entry_row(raw[entry_id]) for entry_id in changed}
         rows.update(fresh)
         doc_count, avg_len = self._store.lexical_stats()
 
@@ -320,7 +277,7 @@ class Recaller:
         vector_ids, matrix, vector_keys = previous.vector_ids, previous.matrix, keys.vectors
         if self._embedder is not None:
             identity = self._embedder.identity
-            now = _raw_vector_keys(self._store, identity.key())
+            now = self._store.vector_keys(identity.key())
             for entry_id in now.keys() - rows.keys():  # vectors without an entry: unused
                 del now[entry_id]
             wanted = sorted(
@@ -335,7 +292,7 @@ class Recaller:
                 if entry_id in now and entry_id not in replaced
             ]
             if wanted or len(keep) != len(vector_ids):
-                fetched = _raw_vectors(self._store, identity.key(), wanted)
+                fetched = self._store.vector_blobs(identity.key(), wanted)
                 if any(len(blob) != 4 * identity.dim for _, _, blob in fetched):
                     return None
                 kept_ids = [vector_ids[position] for position in keep]

@@ -226,14 +226,14 @@ class Store:
                 + order,
                 (workspace,),
             )
-        return [_entry_row(row) for row in rows]
+        return [entry_row(row) for row in rows]
 
     def entries_by_id(self, ids: Iterable[str]) -> dict[str, EntryRow]:
         """Given entry ids, return the stored row of each one that exists."""
         rows = self._query(
             f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN {IDS_IN}", (_ids(ids),)
         )
-        return {row[0]: _entry_row(row) for row in rows}
+        return {row[0]: entry_row(row) for row in rows}
 
     def vectors(self, identity_key: str) -> tuple[list[str], np.ndarray]:
         """Given a model identity key, return (entry ids, float32 [n, dim]) of its vectors."""
@@ -290,6 +290,31 @@ class Store:
         """Return a number that increases with every committed batch."""
         return int(self.meta("generation") or 0)
 
+    # -- what a warm reader's incremental refresh needs ---------------------------------------
+    # Every entry's stored row and every vector's key in one cheap query each (~35 ms and
+    # ~20 ms at 10,000 entries, where building 10,000 `EntryRow`s takes ~150 ms): the reader
+    # compares raw rows and decodes (`entry_row`) only what changed.
+
+    def raw_entry_rows(self) -> dict[str, tuple[Any, ...]]:
+        """Return id -> the entry's row exactly as stored (`ENTRY_COLUMNS` order)."""
+        return {row[0]: tuple(row) for row in self._query(f"SELECT {ENTRY_COLUMNS} FROM entries")}
+
+    def vector_keys(self, identity_key: str) -> dict[str, str]:
+        """Given a model identity, return id -> the L0 hash of every vector of it."""
+        rows = self._query(
+            "SELECT entry_id, l0_hash FROM vectors WHERE identity = ?", (identity_key,)
+        )
+        return dict(rows)
+
+    def vector_blobs(self, identity_key: str, ids: Iterable[str]) -> list[tuple[str, str, bytes]]:
+        """Given an identity and entry ids, return (id, L0 hash, float32 blob) of their vectors."""
+        # "+identity": look the ids up by primary key; the identity index matches every row.
+        return self._query(
+            "SELECT entry_id, l0_hash, vector FROM vectors WHERE +identity = ? "
+            f"AND entry_id IN {IDS_IN}",
+            (identity_key, _ids(ids)),
+        )
+
     # -- what a sync and verify need ---------------------------------------------------------
 
     def meta(self, key: str) -> str | None:
@@ -322,7 +347,7 @@ class Store:
             f"SELECT {ENTRY_COLUMNS} FROM entries WHERE path IN {IDS_IN} ORDER BY path, line_start",
             (_ids(paths),),
         )
-        return [_entry_row(row) for row in rows]
+        return [entry_row(row) for row in rows]
 
     def owners(self, ids: Iterable[str]) -> dict[str, str]:
         """Given entry ids, return id -> path of the file that holds each existing one."""
@@ -346,7 +371,7 @@ class Store:
             "WHERE v.entry_id IS NULL ORDER BY e.path, e.line_start",
             (identity_key,),
         )
-        return [_entry_row(row) for row in rows]
+        return [entry_row(row) for row in rows]
 
     def vector_identities(self) -> dict[str, int]:
         """Return identity key -> number of vectors stored with it."""
@@ -624,7 +649,8 @@ def _ensure_schema(connection: sqlite3.Connection) -> None:
         raise
 
 
-def _entry_row(row: Sequence[Any]) -> EntryRow:
+def entry_row(row: Sequence[Any]) -> EntryRow:
+    """Given an entries row as stored (`ENTRY_COLUMNS` order), return its `EntryRow`."""
     return EntryRow(
         id=row[0],
         path=row[1],
