@@ -1,0 +1,674 @@
+"""The P9 evaluation (seed 004, task P9; issue 10): how much of what a fresh context must know
+survives a hand-off, per arm, with paired bootstrap CIs over scenarios.
+
+    python bench/bench_p9.py [--scenarios DIR ...] [--json] [--dump DIR] [--seed N] [--bootstrap B]
+
+Scenarios and facts: `bench/p9/FORMAT.md` (the definitions of every metric live there too).
+Arms, per scenario (a temp copy of its `root/`):
+
+  ① flat    `carryd.carry.flat.build_flat_carry` — plan 3,000 / ledger 8,000 / total 18,000 chars,
+            the discipline of the default settings (what carryd's own fallback injects)
+  ② full    the whole ledger, plan and every other `.md` note of the root, concatenated
+  ③ carry   `carryd index --root R`, then `carryd carry --root R --workspace W --print`
+  ④ inline  the SessionStart hook's `additionalContext`
+            (`carryd hook claude-code session-start --root R`, cwd = R/W, source "clear"),
+            after `carryd carry --root R --workspace W` wrote the carry files the way the
+            daemon would have
+
+carryd runs as `sys.executable -m carryd.daemon.cli`, so running this file with another
+worktree's venv python measures that worktree's code; nothing is imported by path except the
+test-model builder, taken from the tests/ folder beside the `carryd` package being measured.
+`CARRYD_MODEL_PATH` = the offline test model; `CARRYD_CONFIG` = an empty file (defaults, no user
+config); `CARRYD_ROOT` and the hook bypass variable are removed from the environment.
+
+Tokens are counted with the test model's `tokenizer.json` (BERT WordPiece, all-MiniLM-L6-v2)
+through the `tokenizers` package: not a host LLM's tokenizer, so compare arms, not absolutes.
+The temp directory's random prefix is replaced by a fixed string before anything is measured,
+so absolute paths a carry names do not make counts vary from run to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_SCENARIOS = HERE / "p9" / "scenarios"
+KINDS = (
+    "goal",
+    "next_step",
+    "current_edit",
+    "failed_reason",
+    "decision",
+    "command",
+    "id_ref",
+    "user_rule",
+    "status_number",
+)
+ARMS = ("flat", "full", "carry", "inline")
+ARM_LABEL = {"flat": "① flat", "full": "② full", "carry": "③ carry", "inline": "④ inline"}
+CONTRASTS = (("carry", "flat"), ("inline", "flat"), ("carry", "full"))
+METRICS = ("coverage", "dead_end", "drilldown", "lost", "chars", "injected_tokens", "total_tokens")
+CANONICAL_TMP = "/tmp/carryd-p9"
+COMMAND_TIMEOUT = 600
+FLAT_PLAN, FLAT_LEDGER, FLAT_TOTAL = 3_000, 8_000, 18_000
+
+# A line-range pointer: a root-relative (or absolute) path with an extension, ':' and spans.
+POINTER_RE = re.compile(
+    r"(?P<path>/?(?:[\w.\-]+/)*[\w.\-]+\.[A-Za-z0-9]+):(?P<spans>\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)"
+)
+MEM_RE = re.compile(r"\bmem_[0-9a-f]{32}\b")
+
+
+# --- scenarios and facts --------------------------------------------------------------------------
+
+
+def norm(text: str) -> str:
+    """FORMAT.md's normalisation: NFKC, casefold, no backticks, whitespace runs → one space."""
+    text = unicodedata.normalize("NFKC", text).casefold().replace("`", "")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+@dataclass(frozen=True)
+class Fact:
+    id: str
+    scenario: str
+    kind: str
+    phrases: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str
+    folder: Path
+    workspace: str
+    language: str
+    description: str
+    facts: tuple[Fact, ...]
+    sidecar: bool
+
+
+def load_scenarios(folders: list[Path]) -> tuple[list[Scenario], list[str]]:
+    """Given scenario folders' parents, return the valid scenarios and the problems found."""
+    scenarios: list[Scenario] = []
+    problems: list[str] = []
+    seen_facts: set[str] = set()
+    for parent in folders:
+        if not parent.is_dir():
+            problems.append(f"{parent}: not a folder")
+            continue
+        for folder in sorted(p for p in parent.iterdir() if (p / "scenario.json").is_file()):
+            scenario, trouble = _load_one(folder, seen_facts)
+            problems.extend(trouble)
+            if scenario is not None:
+                scenarios.append(scenario)
+    ids = [s.id for s in scenarios]
+    for dup in sorted({i for i in ids if ids.count(i) > 1}):
+        problems.append(f"scenario id {dup!r} appears more than once")
+    return scenarios, problems
+
+
+def _load_one(folder: Path, seen_facts: set[str]) -> tuple[Scenario | None, list[str]]:
+    problems: list[str] = []
+    try:
+        meta = json.loads((folder / "scenario.json").read_text("utf-8"))
+    except (OSError, ValueError) as error:
+        return None, [f"{folder}/scenario.json: {error}"]
+    sid, workspace = meta.get("id"), meta.get("workspace")
+    root = folder / "root"
+    if not isinstance(sid, str) or not isinstance(workspace, str):
+        return None, [f"{folder}/scenario.json: needs string 'id' and 'workspace'"]
+    if not (root / workspace).is_dir():
+        return None, [f"{sid}: no workspace folder root/{workspace}"]
+    if (root / ".carryd").exists():
+        problems.append(f"{sid}: root/.carryd must not be part of a scenario")
+    facts: list[Fact] = []
+    try:
+        lines = (folder / "facts.jsonl").read_text("utf-8").splitlines()
+    except OSError as error:
+        return None, [f"{sid}: facts.jsonl: {error}"]
+    texts: dict[str, str] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{sid}/facts.jsonl:{number}"
+        try:
+            raw = json.loads(line)
+        except ValueError as error:
+            problems.append(f"{where}: not JSON ({error})")
+            continue
+        phrases = raw.get("phrases")
+        fid, kind, source = raw.get("id"), raw.get("kind"), raw.get("source")
+        if not isinstance(fid, str) or fid in seen_facts:
+            problems.append(f"{where}: missing or duplicate id {fid!r}")
+            continue
+        if kind not in KINDS:
+            problems.append(f"{where}: unknown kind {kind!r}")
+            continue
+        if raw.get("scenario") != sid:
+            problems.append(f"{where}: scenario {raw.get('scenario')!r} is not {sid!r}")
+            continue
+        if (
+            not isinstance(phrases, list)
+            or not phrases
+            or not all(isinstance(p, str) and norm(p) for p in phrases)
+        ):
+            problems.append(f"{where}: phrases must be a non-empty list of strings")
+            continue
+        if not isinstance(source, str) or not (root / source).is_file():
+            problems.append(f"{where}: source {source!r} is not a file of root/")
+            continue
+        if source not in texts:
+            texts[source] = norm((root / source).read_text("utf-8"))
+        missing = [p for p in phrases if norm(p) not in texts[source]]
+        if missing:
+            problems.append(f"{where}: phrase(s) not in {source}: {missing}")
+            continue
+        seen_facts.add(fid)
+        facts.append(Fact(fid, sid, kind, tuple(phrases), source))
+    if not facts:
+        return None, [*problems, f"{sid}: no valid facts"]
+    scenario = Scenario(
+        sid,
+        folder,
+        workspace,
+        str(meta.get("language", "")),
+        str(meta.get("description", "")),
+        tuple(facts),
+        (root / workspace / "handoff" / "sidecar.json").is_file(),
+    )
+    return scenario, problems
+
+
+# --- the test model and its tokenizer -------------------------------------------------------------
+
+
+def carryd_repo() -> Path:
+    """The checkout whose `carryd` this interpreter imports (carry/ sits at its top level)."""
+    import carryd.carry
+
+    return Path(carryd.carry.__file__).resolve().parent.parent
+
+
+def build_model(cache: Path) -> Path:
+    """Build the offline test model with the measured checkout's tests/testmodel.py."""
+    spec = importlib.util.spec_from_file_location(
+        "_p9_testmodel", carryd_repo() / "tests" / "testmodel.py"
+    )
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"no tests/testmodel.py in {carryd_repo()}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return Path(module.build_test_model(cache))
+
+
+class TokenCounter:
+    def __init__(self, model: Path) -> None:
+        from tokenizers import Tokenizer
+
+        self._tok = Tokenizer.from_file(str(model / "tokenizer.json"))
+        self._tok.no_truncation()
+        self._tok.no_padding()
+        self.name = f"{model.name}/tokenizer.json (all-MiniLM-L6-v2 WordPiece, tokenizers)"
+
+    def __call__(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+
+# --- running carryd ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One scenario's arms: texts, plus what carryd said on the way."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def carryd_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "carryd.daemon.cli", *args]
+
+
+def run_carryd(
+    args: list[str], env: dict[str, str], *, stdin: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        carryd_cmd(*args),
+        env=env,
+        input=stdin if stdin is not None else "",
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT,
+        cwd=cwd,
+        check=False,
+    )
+
+
+def build_arms(scenario: Scenario, work: Path, model: Path) -> Run:
+    """Given a scenario and a private temp folder, return its four arms' texts."""
+    started = time.perf_counter()
+    run = Run()
+    root = work / scenario.id / "root"
+    shutil.copytree(scenario.folder / "root", root)
+    config = work / "config.toml"
+    config.write_text("# empty: carryd's defaults\n", "utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CARRYD_")}
+    env.update({"CARRYD_MODEL_PATH": str(model), "CARRYD_CONFIG": str(config)})
+    w, r = scenario.workspace, str(root)
+
+    run.texts["flat"] = flat_text(root, w, config)
+    run.texts["full"] = full_text(root, w)
+
+    index = run_carryd(["index", "--root", r, "--json"], env)
+    if index.returncode != 0:
+        run.notes.append(f"index exit {index.returncode}: {index.stderr.strip()[-300:]}")
+    else:
+        try:
+            degraded = json.loads(index.stdout).get("degraded")
+        except ValueError:
+            degraded = "unparsable index output"
+        if degraded:
+            run.notes.append(f"index degraded: {degraded}")
+    written = run_carryd(["carry", "--root", r, "--workspace", w], env)
+    if written.returncode != 0:
+        run.notes.append(f"carry (write) exit {written.returncode}: {written.stderr.strip()[-300:]}")
+    manifest = root / ".carryd" / "carry" / f"{w}.json"
+    try:
+        data = json.loads(manifest.read_text("utf-8"))
+        if data.get("fallback"):
+            run.notes.append(f"manifest: fallback: {data.get('reason')}")
+    except (OSError, ValueError):
+        run.notes.append("no carry manifest")
+
+    printed = run_carryd(["carry", "--root", r, "--workspace", w, "--print"], env)
+    run.texts["carry"] = printed.stdout
+    if printed.returncode != 0 or printed.stderr.strip():
+        run.notes.append(f"carry --print exit {printed.returncode}: {printed.stderr.strip()[-300:]}")
+
+    hook_input = json.dumps(
+        {
+            "session_id": "p9-bench",
+            "hook_event_name": "SessionStart",
+            "source": "clear",
+            "cwd": str(root / w),
+        }
+    )
+    hook = run_carryd(
+        ["hook", "claude-code", "session-start", "--root", r], env, stdin=hook_input, cwd=root / w
+    )
+    inline = ""
+    try:
+        answer = json.loads(hook.stdout or "{}")
+        inline = answer.get("hookSpecificOutput", {}).get("additionalContext", "") or ""
+    except ValueError:
+        run.notes.append(f"hook: not JSON: {hook.stdout[:200]!r}")
+    if not inline:
+        run.notes.append(f"hook: empty answer (exit {hook.returncode}) {hook.stderr.strip()[-300:]}")
+    run.texts["inline"] = inline
+
+    prefix = str(work)
+    for arm, text in run.texts.items():
+        run.texts[arm] = text.replace(prefix, CANONICAL_TMP)
+    run.seconds = time.perf_counter() - started
+    return run
+
+
+def flat_text(root: Path, workspace: str, config: Path) -> str:
+    """Arm ①: the flat fixed truncation, built by the function carryd's fallback uses."""
+    from carryd.carry.flat import FlatInputs, build_flat_carry
+    from carryd.daemon.config import load_settings
+
+    settings = load_settings(config, root=root)
+    plan_rel = f"{workspace}/{settings.carry.plan_file}"
+    ledger_rel = f"{workspace}/{settings.carry.ledger_file}"
+
+    def read(rel: str) -> str | None:
+        try:
+            return (root / rel).read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    inputs = FlatInputs(
+        workspace=workspace,
+        discipline=settings.carry.discipline,
+        plan_text=read(plan_rel),
+        ledger_text=read(ledger_rel),
+        plan_path=plan_rel,
+        ledger_path=ledger_rel,
+    )
+    plan = build_flat_carry(
+        inputs, total_chars=FLAT_TOTAL, plan_chars=FLAT_PLAN, ledger_chars=FLAT_LEDGER
+    )
+    return plan.text
+
+
+def full_text(root: Path, workspace: str) -> str:
+    """Arm ②: ledger, plan, then every other Markdown note of the root (sorted), whole."""
+    first = [root / workspace / "handoff" / "LEDGER.md", root / workspace / "PLAN.md"]
+    rest = sorted(
+        p
+        for p in root.rglob("*.md")
+        if p not in first and ".carryd" not in p.relative_to(root).parts
+    )
+    parts = []
+    for path in [*first, *rest]:
+        if path.is_file():
+            rel = path.relative_to(root).as_posix()
+            parts.append(f"# {rel}\n\n{path.read_text('utf-8')}")
+    return "\n\n".join(parts)
+
+
+# --- pointers and metrics ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pointer:
+    label: str  # "path:spans" or "mem_…"
+    text: str  # what expanding it gives (normalised separately)
+    tokens: int
+
+
+def line_pointers(text: str, root: Path, work: Path, count: TokenCounter) -> list[Pointer]:
+    found: dict[str, Pointer] = {}
+    for match in POINTER_RE.finditer(text):
+        raw_path, spans = match.group("path"), match.group("spans")
+        path = raw_path
+        if path.startswith(CANONICAL_TMP + "/"):
+            path = str(work) + path[len(CANONICAL_TMP) :]
+        candidate = Path(path)
+        if candidate.is_absolute():
+            try:
+                rel = candidate.resolve().relative_to(root.resolve()).as_posix()
+            except ValueError:
+                continue
+        else:
+            rel = path.lstrip("/")
+        file = root / rel
+        if not file.is_file():
+            continue
+        lines = file.read_text("utf-8").split("\n")
+        picked: list[str] = []
+        for span in spans.split(","):
+            start, _, end = span.partition("-")
+            a, b = int(start), int(end or start)
+            picked.extend(lines[max(0, a - 1) : b])
+        label = f"{rel}:{spans}"
+        if label not in found and picked:
+            body = "\n".join(picked)
+            found[label] = Pointer(label, body, count(body))
+    return list(found.values())
+
+
+def mem_pointers(
+    ids: set[str], root: Path, env: dict[str, str], count: TokenCounter
+) -> tuple[dict[str, Pointer], str | None]:
+    if not ids:
+        return {}, None
+    answer = run_carryd(["expand", *sorted(ids), "--root", str(root), "--json"], env)
+    try:
+        data = json.loads(answer.stdout)
+    except ValueError:
+        return {}, f"expand: not JSON (exit {answer.returncode}): {answer.stderr.strip()[-200:]}"
+    out = {}
+    for entry in data.get("entries", []):
+        text = entry.get("text", "")
+        out[entry["id"]] = Pointer(entry["id"], text, count(text))
+    missing = data.get("missing") or []
+    return out, (f"expand: {len(missing)} id(s) missing" if missing else None)
+
+
+def measure(
+    scenario: Scenario,
+    text: str,
+    pointers: list[Pointer],
+    count: TokenCounter,
+) -> dict[str, Any]:
+    normal = norm(text)
+    expansions = [(p, norm(p.text)) for p in pointers]
+    present, drill, lost = [], [], []
+    chosen: dict[str, Pointer] = {}
+    for fact in scenario.facts:
+        phrases = [norm(p) for p in fact.phrases]
+        if all(p in normal for p in phrases):
+            present.append(fact.id)
+            continue
+        covering = [
+            p for p, body in expansions if all(ph in normal or ph in body for ph in phrases)
+        ]
+        if covering:
+            best = min(covering, key=lambda p: (p.tokens, p.label))
+            chosen[best.label] = best
+            drill.append(fact.id)
+        else:
+            lost.append(fact.id)
+    failed = [f.id for f in scenario.facts if f.kind == "failed_reason"]
+    n = len(scenario.facts)
+    injected = count(text)
+    return {
+        "coverage": len(present) / n,
+        "dead_end": (sum(1 for f in failed if f in present) / len(failed)) if failed else None,
+        "drilldown": len(drill) / n,
+        "lost": len(lost) / n,
+        "chars": len(text),
+        "injected_tokens": injected,
+        "total_tokens": injected + sum(p.tokens for p in chosen.values()),
+        "expands": sorted(chosen),
+        "facts_present": present,
+        "facts_drilldown": drill,
+        "facts_lost": lost,
+    }
+
+
+# --- bootstrap ----------------------------------------------------------------------------------------
+
+
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def paired_bootstrap(
+    diffs: list[float], *, b: int, seed: int
+) -> tuple[float, float, float]:
+    """Given per-scenario paired differences, return (mean, 2.5th, 97.5th percentile)."""
+    rng = random.Random(seed)
+    n = len(diffs)
+    means = sorted(mean([diffs[rng.randrange(n)] for _ in range(n)]) for _ in range(b))
+    lo = means[int(0.025 * (b - 1))]
+    hi = means[int(round(0.975 * (b - 1)))]
+    return mean(diffs), lo, hi
+
+
+# --- output -------------------------------------------------------------------------------------------
+
+
+def pct(value: float | None) -> str:
+    return "  –  " if value is None else f"{100 * value:5.1f}%"
+
+
+def table(result: dict[str, Any]) -> str:
+    out: list[str] = []
+    head = (
+        f"| {'scenario':<24} | {'arm':<9} | {'cover':>6} | {'dead-end':>8} | {'drill':>6} | "
+        f"{'lost':>6} | {'chars':>7} | {'inj tok':>7} | {'total tok':>9} |"
+    )
+    out.append(head)
+    out.append("|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|")
+    rows = [(s["id"], s["arms"]) for s in result["scenarios"]]
+    rows.append(("overall (mean)", result["overall"]))
+    for sid, arms in rows:
+        for arm in ARMS:
+            m = arms[arm]
+            out.append(
+                f"| {sid:<24} | {ARM_LABEL[arm]:<9} | {pct(m['coverage']):>6} | "
+                f"{pct(m['dead_end']):>8} | {pct(m['drilldown']):>6} | {pct(m['lost']):>6} | "
+                f"{m['chars']:>7.0f} | {m['injected_tokens']:>7.0f} | {m['total_tokens']:>9.0f} |"
+            )
+    out.append("")
+    out.append(
+        f"Paired bootstrap over {len(result['scenarios'])} scenarios, "
+        f"B = {result['bootstrap']['b']}, seed {result['bootstrap']['seed']}: "
+        "mean difference [95% CI]"
+    )
+    out.append(f"| {'metric':<16} | " + " | ".join(f"{c:<26}" for c in result["contrasts"]) + " |")
+    out.append("|" + "-" * 18 + "|" + "|".join("-" * 28 for _ in result["contrasts"]) + "|")
+    for metric in METRICS:
+        cells = []
+        for contrast in result["contrasts"]:
+            ci = result["contrasts"][contrast].get(metric)
+            if ci is None:
+                cells.append(f"{'–':<26}")
+            elif metric in ("chars", "injected_tokens", "total_tokens"):
+                cells.append(f"{ci['mean']:+8.0f} [{ci['lo']:+7.0f}, {ci['hi']:+7.0f}]".ljust(26))
+            else:
+                cells.append(
+                    f"{100 * ci['mean']:+6.1f} pp [{100 * ci['lo']:+6.1f}, {100 * ci['hi']:+6.1f}]"
+                    .ljust(26)
+                )
+        out.append(f"| {metric:<16} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def summarise(
+    scenarios: list[Scenario], measured: dict[str, dict[str, dict[str, Any]]], b: int, seed: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    overall: dict[str, Any] = {}
+    for arm in ARMS:
+        overall[arm] = {}
+        for metric in METRICS:
+            values = [measured[s.id][arm][metric] for s in scenarios]
+            values = [v for v in values if v is not None]
+            overall[arm][metric] = mean(values) if values else None
+    contrasts: dict[str, Any] = {}
+    for index, (a, base) in enumerate(CONTRASTS):
+        name = f"{ARM_LABEL[a].split()[0]}−{ARM_LABEL[base].split()[0]} ({a}−{base})"
+        contrasts[name] = {}
+        for m_index, metric in enumerate(METRICS):
+            pairs = [(measured[s.id][a][metric], measured[s.id][base][metric]) for s in scenarios]
+            diffs = [x - y for x, y in pairs if x is not None and y is not None]
+            if not diffs:
+                contrasts[name][metric] = None
+                continue
+            avg, lo, hi = paired_bootstrap(diffs, b=b, seed=seed + 101 * index + m_index)
+            contrasts[name][metric] = {"mean": avg, "lo": lo, "hi": hi, "n": len(diffs)}
+    return overall, contrasts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--scenarios",
+        action="append",
+        type=Path,
+        help=f"a folder of scenario folders (repeatable; default {DEFAULT_SCENARIOS})",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    parser.add_argument("--dump", type=Path, help="write every arm's text to this folder")
+    parser.add_argument("--bootstrap", type=int, default=2000, help="resamples (default 2000)")
+    parser.add_argument("--seed", type=int, default=20261130, help="bootstrap seed")
+    parser.add_argument("--model-cache", type=Path, help="where to build the test model")
+    parser.add_argument("--only", action="append", help="run only this scenario id (repeatable)")
+    args = parser.parse_args(argv)
+
+    scenarios, problems = load_scenarios(args.scenarios or [DEFAULT_SCENARIOS])
+    if args.only:
+        scenarios = [s for s in scenarios if s.id in args.only]
+    for problem in problems:
+        print(f"bench_p9: {problem}", file=sys.stderr)
+    if problems:
+        print("bench_p9: fix the scenarios above first (FORMAT.md)", file=sys.stderr)
+        return 2
+    if not scenarios:
+        print("bench_p9: no scenarios", file=sys.stderr)
+        return 2
+
+    cache = args.model_cache or Path(tempfile.gettempdir()) / f"carryd-p9-model-{os.getuid()}"
+    model = build_model(cache)
+    count = TokenCounter(model)
+    measured: dict[str, dict[str, dict[str, Any]]] = {}
+    per_scenario: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="carryd-p9-") as tmp:
+        work = Path(tmp)
+        for scenario in scenarios:
+            print(f"bench_p9: {scenario.id} …", file=sys.stderr, flush=True)
+            run = build_arms(scenario, work, model)
+            root = work / scenario.id / "root"
+            env = {k: v for k, v in os.environ.items() if not k.startswith("CARRYD_")}
+            env.update({"CARRYD_MODEL_PATH": str(model), "CARRYD_CONFIG": str(work / "config.toml")})
+            ids = set()
+            for arm in ("flat", "carry", "inline"):
+                ids |= set(MEM_RE.findall(run.texts[arm]))
+            mems, trouble = mem_pointers(ids, root, env, count)
+            if trouble:
+                run.notes.append(trouble)
+            measured[scenario.id] = {}
+            for arm in ARMS:
+                text = run.texts[arm]
+                pointers: list[Pointer] = []
+                if arm != "full":
+                    pointers = line_pointers(text, root, work, count)
+                    pointers += [mems[i] for i in sorted(set(MEM_RE.findall(text))) if i in mems]
+                measured[scenario.id][arm] = measure(scenario, text, pointers, count)
+                if args.dump:
+                    target = args.dump / scenario.id / f"{arm}.md"
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_text(text, "utf-8")
+            per_scenario.append(
+                {
+                    "id": scenario.id,
+                    "workspace": scenario.workspace,
+                    "language": scenario.language,
+                    "sidecar": scenario.sidecar,
+                    "facts": len(scenario.facts),
+                    "failed_reason_facts": sum(f.kind == "failed_reason" for f in scenario.facts),
+                    "notes": run.notes,
+                    "seconds": round(run.seconds, 1),
+                    "arms": measured[scenario.id],
+                }
+            )
+            for note in run.notes:
+                print(f"bench_p9:   {scenario.id}: {note}", file=sys.stderr)
+    overall, contrasts = summarise(scenarios, measured, args.bootstrap, args.seed)
+    result = {
+        "carryd": str(carryd_repo()),
+        "python": sys.executable,
+        "tokenizer": count.name,
+        "bootstrap": {"b": args.bootstrap, "seed": args.seed, "resampling": "scenarios"},
+        "seconds": round(time.perf_counter() - started, 1),
+        "scenarios": per_scenario,
+        "overall": overall,
+        "contrasts": contrasts,
+    }
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=2))
+    else:
+        print(f"carryd from {result['carryd']}; tokens: {result['tokenizer']}")
+        print(table(result))
+        print(f"\n{len(scenarios)} scenarios, {sum(len(s.facts) for s in scenarios)} facts, "
+              f"{result['seconds']} s")
+        for s in per_scenario:
+            for note in s["notes"]:
+                print(f"note: {s['id']}: {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
