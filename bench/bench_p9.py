@@ -6,7 +6,7 @@ survives a hand-off, per arm, with paired bootstrap CIs over scenarios.
 Scenarios and facts: `bench/p9/FORMAT.md` (the definitions of every metric live there too).
 Arms, per scenario (a temp copy of its `root/`):
 
-  ① flat    `carryd.carry.flat.build_flat_carry` — plan 3,000 / ledger 8,000 / total 18,000 chars,
+  ① flat    `carryd.carry.flat.build_flat_carry` — plan 3,000 / ledger 8,000 / total 18,000,
             the discipline of the default settings (what carryd's own fallback injects)
   ② full    the whole ledger, plan and every other `.md` note of the root, concatenated
   ③ carry   `carryd index --root R`, then `carryd carry --root R --workspace W --print`
@@ -30,6 +30,7 @@ so absolute paths a carry names do not make counts vary from run to run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -212,8 +213,10 @@ def build_model(cache: Path) -> Path:
     if spec is None or spec.loader is None:
         raise SystemExit(f"no tests/testmodel.py in {carryd_repo()}")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return Path(module.build_test_model(cache))
+    # The model packages print a banner on import: keep stdout for the table / JSON.
+    with contextlib.redirect_stdout(sys.stderr):
+        spec.loader.exec_module(module)
+        return Path(module.build_test_model(cache))
 
 
 class TokenCounter:
@@ -231,7 +234,7 @@ class TokenCounter:
         return len(self._tok.encode(text, add_special_tokens=False).ids)
 
 
-# --- running carryd ---------------------------------------------------------------------------------
+# --- running carryd -------------------------------------------------------------------------------
 
 
 @dataclass
@@ -243,8 +246,19 @@ class Run:
     seconds: float = 0.0
 
 
+def tail(text: str, limit: int = 300) -> str:
+    return text.strip()[-limit:]
+
+
 def carryd_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "carryd.daemon.cli", *args]
+
+
+def carryd_env(model: Path, config: Path) -> dict[str, str]:
+    """The environment carryd runs in: no CARRYD_* of the caller's, the test model, no config."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CARRYD_")}
+    env.update({"CARRYD_MODEL_PATH": str(model), "CARRYD_CONFIG": str(config)})
+    return env
 
 
 def run_carryd(
@@ -270,8 +284,7 @@ def build_arms(scenario: Scenario, work: Path, model: Path) -> Run:
     shutil.copytree(scenario.folder / "root", root)
     config = work / "config.toml"
     config.write_text("# empty: carryd's defaults\n", "utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CARRYD_")}
-    env.update({"CARRYD_MODEL_PATH": str(model), "CARRYD_CONFIG": str(config)})
+    env = carryd_env(model, config)
     w, r = scenario.workspace, str(root)
 
     run.texts["flat"] = flat_text(root, w, config)
@@ -289,7 +302,7 @@ def build_arms(scenario: Scenario, work: Path, model: Path) -> Run:
             run.notes.append(f"index degraded: {degraded}")
     written = run_carryd(["carry", "--root", r, "--workspace", w], env)
     if written.returncode != 0:
-        run.notes.append(f"carry (write) exit {written.returncode}: {written.stderr.strip()[-300:]}")
+        run.notes.append(f"carry (write) exit {written.returncode}: {tail(written.stderr)}")
     manifest = root / ".carryd" / "carry" / f"{w}.json"
     try:
         data = json.loads(manifest.read_text("utf-8"))
@@ -301,7 +314,7 @@ def build_arms(scenario: Scenario, work: Path, model: Path) -> Run:
     printed = run_carryd(["carry", "--root", r, "--workspace", w, "--print"], env)
     run.texts["carry"] = printed.stdout
     if printed.returncode != 0 or printed.stderr.strip():
-        run.notes.append(f"carry --print exit {printed.returncode}: {printed.stderr.strip()[-300:]}")
+        run.notes.append(f"carry --print exit {printed.returncode}: {tail(printed.stderr)}")
 
     hook_input = json.dumps(
         {
@@ -321,7 +334,7 @@ def build_arms(scenario: Scenario, work: Path, model: Path) -> Run:
     except ValueError:
         run.notes.append(f"hook: not JSON: {hook.stdout[:200]!r}")
     if not inline:
-        run.notes.append(f"hook: empty answer (exit {hook.returncode}) {hook.stderr.strip()[-300:]}")
+        run.notes.append(f"hook: empty answer (exit {hook.returncode}) {tail(hook.stderr)}")
     run.texts["inline"] = inline
 
     prefix = str(work)
@@ -376,7 +389,7 @@ def full_text(root: Path, workspace: str) -> str:
     return "\n\n".join(parts)
 
 
-# --- pointers and metrics ---------------------------------------------------------------------------
+# --- pointers and metrics -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -477,7 +490,7 @@ def measure(
     }
 
 
-# --- bootstrap ----------------------------------------------------------------------------------------
+# --- bootstrap ------------------------------------------------------------------------------------
 
 
 def mean(values: list[float]) -> float:
@@ -496,7 +509,7 @@ def paired_bootstrap(
     return mean(diffs), lo, hi
 
 
-# --- output -------------------------------------------------------------------------------------------
+# --- output ---------------------------------------------------------------------------------------
 
 
 def pct(value: float | None) -> str:
@@ -571,6 +584,43 @@ def summarise(
     return overall, contrasts
 
 
+def done_when(result: dict[str, Any]) -> dict[str, Any]:
+    """Issue 10's bars for ③ on these scenarios: coverage ≥ 95%, dead-end inheritance 100%,
+    characters ≤ ①'s + 10%, and the CI of ③−① on coverage above zero."""
+    carry, flat = result["overall"]["carry"], result["overall"]["flat"]
+    name = next(n for n in result["contrasts"] if n.startswith("③−①"))
+    ci = result["contrasts"][name]["coverage"]
+    return {
+        "coverage_ge_95": carry["coverage"] >= 0.95,
+        "dead_end_100": carry["dead_end"] is not None and carry["dead_end"] >= 1.0,
+        "chars_le_flat_plus_10pct": carry["chars"] <= 1.10 * flat["chars"],
+        "coverage_ci_above_zero": ci is not None and ci["lo"] > 0,
+    }
+
+
+def kind_table(result: dict[str, Any]) -> str:
+    out = [
+        "Facts present in full (+ reachable by drill-down) by kind, pooled over scenarios:",
+        f"| {'kind':<14} | {'facts':>5} | "
+        + " | ".join(f"{ARM_LABEL[a]:<13}" for a in ARMS)
+        + " |",
+        "|" + "-" * 16 + "|" + "-" * 7 + "|" + "|".join("-" * 15 for _ in ARMS) + "|",
+    ]
+    for kind in KINDS:
+        cells = []
+        total = 0
+        for arm in ARMS:
+            cell = result["by_kind"][arm].get(kind)
+            if cell is None:
+                cells.append(f"{'–':<13}")
+                continue
+            total = cell["facts"]
+            cells.append(f"{cell['present']:>3} (+{cell['drilldown']:>2})".ljust(13))
+        if total:
+            out.append(f"| {kind:<14} | {total:>5} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -611,8 +661,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bench_p9: {scenario.id} …", file=sys.stderr, flush=True)
             run = build_arms(scenario, work, model)
             root = work / scenario.id / "root"
-            env = {k: v for k, v in os.environ.items() if not k.startswith("CARRYD_")}
-            env.update({"CARRYD_MODEL_PATH": str(model), "CARRYD_CONFIG": str(work / "config.toml")})
+            env = carryd_env(model, work / "config.toml")
             ids = set()
             for arm in ("flat", "carry", "inline"):
                 ids |= set(MEM_RE.findall(run.texts[arm]))
@@ -647,6 +696,16 @@ def main(argv: list[str] | None = None) -> int:
             for note in run.notes:
                 print(f"bench_p9:   {scenario.id}: {note}", file=sys.stderr)
     overall, contrasts = summarise(scenarios, measured, args.bootstrap, args.seed)
+    kinds: dict[str, dict[str, list[int]]] = {arm: {} for arm in ARMS}
+    for scenario in scenarios:
+        for fact in scenario.facts:
+            for arm in ARMS:
+                cell = kinds[arm].setdefault(fact.kind, [0, 0, 0])
+                cell[2] += 1
+                if fact.id in measured[scenario.id][arm]["facts_present"]:
+                    cell[0] += 1
+                elif fact.id in measured[scenario.id][arm]["facts_drilldown"]:
+                    cell[1] += 1
     result = {
         "carryd": str(carryd_repo()),
         "python": sys.executable,
@@ -656,12 +715,23 @@ def main(argv: list[str] | None = None) -> int:
         "scenarios": per_scenario,
         "overall": overall,
         "contrasts": contrasts,
+        "by_kind": {
+            arm: {k: dict(zip(("present", "drilldown", "facts"), v, strict=True))
+                  for k, v in sorted(kinds[arm].items())}
+            for arm in ARMS
+        },
     }
+    result["done_when"] = done_when(result)
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
     else:
         print(f"carryd from {result['carryd']}; tokens: {result['tokenizer']}")
         print(table(result))
+        print()
+        print(kind_table(result))
+        print()
+        bars = ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in result["done_when"].items())
+        print(f"Issue 10 bars for ③: {bars}")
         print(f"\n{len(scenarios)} scenarios, {sum(len(s.facts) for s in scenarios)} facts, "
               f"{result['seconds']} s")
         for s in per_scenario:
