@@ -26,7 +26,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -271,11 +271,9 @@ def _planned(
     degraded: str | None = None
     if query:
         limit = max(settings.recall.limit, 4 * settings.carry.memory_top_k)
-        answer = source.get().recall(query, workspace=workspace, limit=limit, min_confidence=0)
-        hits = tuple(answer.get("hits") or ())
-        degraded = answer.get("degraded")
-        slots = _slots_of(root, hits, source.get())
-        inputs = dataclasses.replace(inputs, recall_hits=hits, slots=slots)
+        answer = source.get().answer(query, workspace=workspace, limit=limit, min_confidence=0)
+        degraded = answer.degraded
+        inputs = dataclasses.replace(inputs, recall_hits=answer.hits)
     plan = build_carry(inputs, budgets)
     text = plan.text
     if redact(text) != text:  # I3, belt and braces: a secret formed across segment borders
@@ -359,47 +357,6 @@ def _minimal(settings: Settings, workspace: str, paths: Mapping[str, str]) -> st
     """Given a workspace, return the carry of very last resort: discipline, notice, trailer."""
     closing = trailer(workspace, ledger_path=paths["ledger"], plan_path=paths["plan"])
     return f"{settings.carry.discipline}\n\n{FLAT_NOTE}\n\n{closing}\n"
-
-
-def _slots_of(root: Path, hits: Sequence[Mapping[str, Any]], recaller: Any) -> dict[str, str]:
-    """Given recall hits and the recaller that found them, return the explicit slot of each
-    hit entry that has one.
-
-    A local `Recaller` answers from the index rows its hits came from: the rows were parsed
-    from the files by the sync that made that generation, and the daemon rewrites the carries
-    after every sync, so a slot edited in a file reaches the carry with that file's own sync
-    (re-parsing every recalled file here cost ~0.2 s per carry at 10,000 entries). Any other
-    recaller (the hook's, recalling through the daemon's socket, with no local store) and a
-    hit the local index does not hold any more are read from the Markdown files, which are
-    canonical; a file that cannot be read gives its hits no slot.
-    """
-    from carryd.daemon.recalling import Recaller
-
-    ids = sorted({str(hit.get("id")) for hit in hits})
-    slots: dict[str, str] = {}
-    unseen = set(ids)
-    if isinstance(recaller, Recaller):
-        indexed = recaller.slots(ids)
-        slots = {entry_id: slot for entry_id, slot in indexed.items() if slot}
-        unseen -= indexed.keys()
-    wanted: dict[str, set[str]] = {}
-    for hit in hits:
-        if str(hit.get("id")) in unseen:
-            wanted.setdefault(str(hit.get("path")), set()).add(str(hit.get("id")))
-    if not wanted:
-        return slots
-    from carryd.index.entries import parse_entries
-
-    for relative in sorted(wanted):
-        try:
-            text = (root / relative).read_bytes().decode("utf-8-sig")
-        except (OSError, UnicodeDecodeError) as error:
-            log.info("%s: no slots read for recalled entries: %s", root / relative, error)
-            continue
-        for entry in parse_entries(relative, text):
-            if entry.id in wanted[relative] and entry.slot:
-                slots[entry.id] = entry.slot
-    return slots
 
 
 def _source_file(relative: str, data: bytes, stat: os.stat_result) -> SourceFile:

@@ -38,6 +38,7 @@ from carryd.index.errors import CarrydError
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
+    from carryd.index.recall import RecallAnswer
 
 log = logging.getLogger(__name__)
 
@@ -318,14 +319,14 @@ class HookRecall:
         self._store: Any = None
         self._recaller: Any = None
 
-    def recall(
+    def answer(
         self,
         query: str,
         *,
         workspace: str | None = None,
         limit: int | None = None,
         min_confidence: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> RecallAnswer:
         if self._daemon:
             from carryd.daemon.control import request
 
@@ -337,13 +338,13 @@ class HookRecall:
             }
             answer = request(self._settings, "recall", params, timeout=RECALL_TIMEOUT)
             if answer is not None:
-                return answer
+                from carryd.daemon.recalling import answer_from_json
+
+                return answer_from_json(answer)
             log.warning("carryd hook: the daemon stopped answering; recalling in-process")
             self._daemon = False
-        return dict(
-            self._local().recall(
-                query, workspace=workspace, limit=limit, min_confidence=min_confidence
-            )
+        return self._local().answer(
+            query, workspace=workspace, limit=limit, min_confidence=min_confidence
         )
 
     def _local(self) -> Any:

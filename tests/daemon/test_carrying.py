@@ -374,9 +374,9 @@ def test_write_carries_skips_a_workspace_that_vanished(tmp_path: Path) -> None:
 def test_slots_from_the_warm_index_give_the_same_carry_as_slots_read_from_the_files(
     tmp_path: Path, use_model: Path
 ) -> None:
-    """A local Recaller gives the hits' slots from its index rows; the hook's recaller (which
-    may recall through the daemon's socket) has them read from the Markdown files. Same
-    carry either way, slot conflict included."""
+    """A local Recaller and the hook's recaller (which may recall through the daemon's socket)
+    both hand carry hits that carry their slot. Same carry either way, slot conflict
+    included."""
     from carryd.daemon.hooks import HookRecall
     from carryd.daemon.indexing import load_embedder_for, open_store, sync_root
     from carryd.daemon.recalling import Recaller
