@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from carryd.carry.anchors import AnchorRow, anchor_rows, render_anchor_table
+from carryd.carry.budgets import CarryBudgets
 from carryd.carry.flat import safe_prefix, trailer
 from carryd.carry.ledger import Ledger, SectionNames, parse_ledger
 from carryd.carry.plan import PlanParts, join_units, plan_current_for_carry, split_plan
@@ -70,14 +71,6 @@ class CarryInputs:
     sidecar_text: str | None = None  # None: no sidecar file
     recall_hits: tuple[RecallHit, ...] = ()  # the recall answer's hits, in its order
     section_names: SectionNames = SectionNames()
-
-
-@dataclass(frozen=True)
-class CarryBudgets:
-    total_chars: int = 18_000
-    ledger_chars: int = 8_000
-    plan_chars: int = 3_000
-    memory: MemorySelectionPolicy = MemorySelectionPolicy()
 
 
 @dataclass(frozen=True)

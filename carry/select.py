@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from carryd.carry.budgets import MemorySelectionPolicy
 from carryd.index.recall import RecallHit
 
 Authority = Literal["current_turn", "workspace_override", "user_default"]
@@ -85,19 +86,6 @@ class MemoryContextCandidate:
 
     def __post_init__(self) -> None:
         checked_authority(self.authority, memory_id=self.memory_id)
-
-
-@dataclass(frozen=True)
-class MemorySelectionPolicy:
-    min_score: float = 0.5
-    top_k: int = 5
-    max_chars: int = 3_000
-    max_tokens: int = 800
-
-    def __post_init__(self) -> None:
-        for name in ("min_score", "top_k", "max_chars", "max_tokens"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"MemorySelectionPolicy.{name} must not be negative")
 
 
 @dataclass(frozen=True)

@@ -13,21 +13,23 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from carryd.index.errors import CarrydError, ConfigError, UsageError
+from carryd.daemon.errors import ConfigError, UsageError
+from carryd.daemon.version import carryd_version
+from carryd.index.errors import CarrydError
 
 log = logging.getLogger(__name__)
 
 # command → (module, function); every function takes (args, settings) and returns an exit code.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "index": ("carryd.daemon.indexing", "cmd_index"),
-    "verify": ("carryd.daemon.indexing", "cmd_verify"),
-    "recall": ("carryd.daemon.recalling", "cmd_recall"),
-    "expand": ("carryd.daemon.recalling", "cmd_expand"),
-    "carry": ("carryd.daemon.carrying", "cmd_carry"),
+    "index": ("carryd.daemon.commands", "cmd_index"),
+    "verify": ("carryd.daemon.commands", "cmd_verify"),
+    "recall": ("carryd.daemon.commands", "cmd_recall"),
+    "expand": ("carryd.daemon.commands", "cmd_expand"),
+    "carry": ("carryd.daemon.commands", "cmd_carry"),
     "run": ("carryd.daemon.run", "cmd_run"),
-    "status": ("carryd.daemon.status", "cmd_status"),
+    "status": ("carryd.daemon.commands", "cmd_status"),
     "service": ("carryd.daemon.service", "cmd_service"),
-    "plan": ("carryd.daemon.archive", "cmd_plan"),
+    "plan": ("carryd.daemon.commands", "cmd_plan"),
     "hook": ("carryd.daemon.hooks", "cmd_hook"),
 }
 
@@ -53,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
             "whose memory is Markdown."
         ),
     )
-    parser.add_argument("--version", action="version", version=f"carryd {_version()}")
+    parser.add_argument("--version", action="version", version=f"carryd {carryd_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     sub.add_parser(
@@ -199,15 +201,6 @@ def _setup_logging(args: argparse.Namespace) -> None:
     logging.basicConfig(
         level=level, stream=sys.stderr, format="carryd %(levelname)s %(name)s: %(message)s"
     )
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("carryd")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 if __name__ == "__main__":

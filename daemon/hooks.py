@@ -28,17 +28,17 @@ import json
 import logging
 import math
 import sys
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
+from carryd.daemon import control
+from carryd.daemon.layout import carry_state, is_workspace
 from carryd.index.errors import CarrydError
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
-    from carryd.index.recall import RecallAnswer
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,6 @@ SessionReason = Literal[
     "over_budget",  # the required segments alone do not fit the inline budget
     "error",  # anything else
 ]
-CarryState = Literal["fresh", "stale", "fallback", "missing"]
 
 
 @dataclass(frozen=True)
@@ -194,7 +193,7 @@ def session_start_answer(
     if cwd is None:
         return _short("the hook input has no usable cwd", "bad_input", budget)
     workspace = settings.workspace_for(cwd)
-    if not _is_workspace(settings, workspace):
+    if not is_workspace(settings, workspace):
         return _short(
             f"no workspace {workspace!r} in {settings.root_path} for {cwd} "
             "(map the project in the config's [workspaces] table)",
@@ -277,16 +276,17 @@ def plan_carry_text(
     is rewritten first, so that the path the answer ends with holds a current carry.
     Raises PromptBudgetError when the required segments alone do not fit `max_chars`.
     """
+    # Lazy: a hook with a fresh carry reads a file and never loads the carry machinery.
     from carryd.daemon.carrying import build_workspace_carry, write_carry
-    from carryd.daemon.control import request
+    from carryd.daemon.recall_access import recall_access
 
     path = settings.carry_dir / f"{workspace}.md"
-    daemon_up = request(settings, "ping", {}, timeout=PING_TIMEOUT) is not None
-    recall = HookRecall(settings, daemon=daemon_up)
+    daemon_up = control.request(settings, "ping", {}, timeout=PING_TIMEOUT) is not None
+    recall = recall_access(settings, daemon=daemon_up, timeout=RECALL_TIMEOUT)
     try:
         if refresh and not daemon_up:
             try:
-                write_carry(settings, workspace, recaller=recall)  # type: ignore[arg-type]
+                write_carry(settings, workspace, recaller=recall)
             except (CarrydError, OSError) as error:
                 log.warning("carryd hook: could not rewrite %s: %s", path, error)
             text = _read_carry(path)
@@ -297,71 +297,11 @@ def plan_carry_text(
             settings,
             workspace,
             max_chars=max_chars,
-            recaller=recall,  # type: ignore[arg-type]
+            recaller=recall,
         )
     finally:
         recall.close()
     return InlineCarry(built.text, str(path), built.fallback, built.reason)
-
-
-class HookRecall:
-    """Recall for planning a carry inside a hook, with the `Recaller.recall` signature.
-
-    Asks the running daemon's warm recaller over the control socket when one answered the
-    ping; otherwise (or when the daemon goes away mid-way) opens the index and a lazily
-    loaded model in-process, on first use only — a workspace whose ledger gives no query
-    never loads the model.
-    """
-
-    def __init__(self, settings: Settings, *, daemon: bool) -> None:
-        self._settings = settings
-        self._daemon = daemon
-        self._store: Any = None
-        self._recaller: Any = None
-
-    def answer(
-        self,
-        query: str,
-        *,
-        workspace: str | None = None,
-        limit: int | None = None,
-        min_confidence: float | None = None,
-    ) -> RecallAnswer:
-        if self._daemon:
-            from carryd.daemon.control import request
-
-            params = {
-                "query": query,
-                "workspace": workspace,
-                "limit": limit,
-                "min_confidence": min_confidence,
-            }
-            answer = request(self._settings, "recall", params, timeout=RECALL_TIMEOUT)
-            if answer is not None:
-                from carryd.daemon.recalling import answer_from_json
-
-                return answer_from_json(answer)
-            log.warning("carryd hook: the daemon stopped answering; recalling in-process")
-            self._daemon = False
-        return self._local().answer(
-            query, workspace=workspace, limit=limit, min_confidence=min_confidence
-        )
-
-    def _local(self) -> Any:
-        if self._recaller is None:
-            from carryd.daemon.indexing import load_embedder_for, open_store
-            from carryd.daemon.recalling import Recaller
-
-            self._store = open_store(self._settings)
-            embedder, degraded = load_embedder_for(self._settings, lazy=True)
-            self._recaller = Recaller(self._settings, self._store, embedder, degraded)
-        return self._recaller
-
-    def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
-            self._recaller = None
 
 
 def _read_carry(path: Path) -> str | None:
@@ -383,39 +323,6 @@ def _manifest_fallback(settings: Settings, workspace: str) -> tuple[bool, str | 
 
 
 # --- the status line ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CarryFreshness:
-    state: CarryState
-    detail: str | None  # the newest source for "stale", the reason for "fallback"
-
-
-def carry_state(settings: Settings, workspace: str, *, now: float | None = None) -> CarryFreshness:
-    """Given a workspace, return its carry's freshness from the files' mtimes and its manifest.
-
-    Nothing is recomputed: the carry is fresh when no source file is newer than it (or than the
-    daemon's last check that found it unchanged), as `carryd status` judges it.
-    """
-    from carryd.daemon.status import carry_report, read_state
-
-    recorded = read_state(settings) or {}
-    checked = recorded.get("carries_checked") or {}
-    checked_at = checked.get(workspace) if isinstance(checked, dict) else None
-    report = carry_report(
-        settings,
-        workspace,
-        checked_at=checked_at if isinstance(checked_at, int | float) else None,
-        now=time.time() if now is None else now,
-    )
-    if not report.get("exists"):
-        return CarryFreshness("missing", None)
-    if report.get("stale"):
-        newest = report.get("newest_source") or {}
-        return CarryFreshness("stale", newest.get("path"))
-    if report.get("fallback"):
-        return CarryFreshness("fallback", report.get("reason"))
-    return CarryFreshness("fresh", None)
 
 
 def used_fraction(data: Mapping[str, Any]) -> float | None:
@@ -461,7 +368,7 @@ def statusline_text(raw: str, settings: Settings | None, problem: str | None) ->
     if cwd is None:
         return " ".join(parts) + " | carryd: no cwd in status input"
     workspace = settings.workspace_for(cwd)
-    if not _is_workspace(settings, workspace):
+    if not is_workspace(settings, workspace):
         return " ".join(parts) + f" | carryd: no workspace {_one_line(workspace)[:40]!r}"
     freshness = carry_state(settings, workspace)
     label = _one_line(workspace)[:40]
@@ -492,16 +399,6 @@ def _cwd_of(data: Mapping[str, Any], *, statusline: bool = True) -> str | None:
 
 
 # --- small helpers --------------------------------------------------------------------------------
-
-
-def _is_workspace(settings: Settings, workspace: str) -> bool:
-    # The same rule as `carrying.list_workspaces`, without importing the carry machinery
-    # (the status line runs after every message and must stay instant).
-    if not workspace or workspace.startswith(".") or "/" in workspace or "\\" in workspace:
-        return False
-    if workspace == settings.index.state_dir or workspace in settings.index.ignore_dirs:
-        return False
-    return (settings.root_path / workspace).is_dir()
 
 
 def _short(

@@ -36,16 +36,18 @@ import dataclasses
 import json
 import logging
 import os
-import sys
 import time
-import tomllib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from carryd.daemon.config import ModelSettings, Settings
+from carryd.daemon.config import Settings
+
+# Re-exported for callers that predate the layout/model services (bench/).
+from carryd.daemon.layout import open_store as open_store
+from carryd.daemon.model import load_embedder_for as load_embedder_for
 from carryd.daemon.scan import (
     Problem,
     in_scope,
@@ -55,14 +57,10 @@ from carryd.daemon.scan import (
     scan_root,
 )
 from carryd.index.embed import (
-    IDENTITY_KEYS,
     Embedder,
-    FastEmbedder,
-    identity_for_default,
-    identity_for_folder,
 )
 from carryd.index.entries import Entry, parse_entries
-from carryd.index.errors import ConfigError, EmbedderUnavailable, IndexCorrupt
+from carryd.index.errors import EmbedderUnavailable, IndexCorrupt
 from carryd.index.redact import redact
 from carryd.index.store import Batch, Store
 from carryd.index.sync import (
@@ -78,7 +76,7 @@ from carryd.index.sync import (
 from carryd.index.tokenize import TOKENIZER_VERSION, terms
 
 if TYPE_CHECKING:
-    import argparse
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -181,81 +179,6 @@ class VerifyReport:
 
 
 # -- opening things ------------------------------------------------------------------------
-
-
-def open_store(settings: Settings) -> Store:
-    """Given the settings, return the root's index store (created or recovered as needed)."""
-    root = settings.root_path
-    if not root.is_dir():
-        raise ConfigError(f"{root}: the memory root is not a folder; pass --root DIR or fix 'root'")
-    return Store.open(settings.db_path)
-
-
-def load_embedder_for(
-    settings: Settings, *, lazy: bool = False
-) -> tuple[Embedder | None, str | None]:
-    """Given the settings, return (embedder, None), or (None, why no model can be had).
-
-    lazy=True only resolves the model's identity (cheap checks of the folder) and loads the
-    ONNX session on first use, so a sync with nothing to embed never pays for it.
-    """
-    model = settings.model
-    configured = explicit_model_keys(settings)
-    embedder: FastEmbedder
-    try:
-        if model.model_path:
-            folder = Path(model.model_path).expanduser()
-            embedder = FastEmbedder(
-                identity_for_folder(folder, configured),
-                model_dir=folder,
-                threads=model.threads,
-                batch_size=model.batch_size,
-            )
-        else:
-            embedder = FastEmbedder(
-                identity_for_default(configured),
-                cache_dir=model_cache_dir(settings),
-                threads=model.threads,
-                batch_size=model.batch_size,
-                allow_download=model.allow_download,
-            )
-        if not lazy:
-            embedder.load()
-    except EmbedderUnavailable as error:
-        return None, str(error)
-    return embedder, None
-
-
-def model_cache_dir(settings: Settings) -> Path:
-    """Given the settings, return where a downloaded model is cached."""
-    if settings.model.cache_dir:
-        return Path(settings.model.cache_dir).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("carryd")) / "models"
-
-
-def explicit_model_keys(settings: Settings) -> dict[str, Any]:
-    """Given the settings, return the model identity keys the user chose.
-
-    `Settings` cannot tell a default from a value the user wrote, so a key counts as chosen when
-    the config file's [model] table names it, or when its value differs from the default.
-    """
-    defaults = ModelSettings()
-    written: set[str] = set()
-    if settings.config_file:
-        try:
-            with open(settings.config_file, "rb") as handle:
-                table = tomllib.load(handle).get("model", {})
-            if isinstance(table, dict):
-                written = set(table)
-        except (OSError, tomllib.TOMLDecodeError):
-            written = set()
-    return {
-        key: getattr(settings.model, key)
-        for key in IDENTITY_KEYS
-        if key in written or getattr(settings.model, key) != getattr(defaults, key)
-    }
 
 
 # -- sync ----------------------------------------------------------------------------------
@@ -664,44 +587,3 @@ def _entry_differences(
 
 
 # -- commands ------------------------------------------------------------------------------
-
-
-def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
-    """`carryd index [--json]`: sync once; exit 0 (also when degraded or files were skipped)."""
-    report = sync_root(settings)
-    for note in report.notes:
-        print(f"carryd: {note}", file=sys.stderr)
-    for problem in report.problems:
-        print(f"carryd: skipped {problem.path}: {problem.reason}", file=sys.stderr)
-    if getattr(args, "json", False):
-        print(json.dumps(report.to_json(), ensure_ascii=False))
-        return 0
-    print(
-        f"indexed {report.files} files, {report.entries} entries: embedded {report.embedded}, "
-        f"removed {report.removed}, {report.unchanged} files unchanged "
-        f"({report.seconds:.1f} s)"
-    )
-    if report.problems:
-        print(f"skipped {len(report.problems)} files (see above)")
-    if report.degraded:
-        print(f"degraded: no vectors (lexical recall only): {report.degraded}")
-    return 0
-
-
-def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
-    """`carryd verify [--json]`: exit 0 when index and files agree, 1 otherwise."""
-    report = verify_root(settings)
-    for note in report.notes:
-        print(f"carryd: {note}", file=sys.stderr)
-    if getattr(args, "json", False):
-        print(json.dumps(report.to_json(), ensure_ascii=False))
-    elif report.ok:
-        print("index and files agree")
-    else:
-        for difference in report.problems:
-            print(f"{difference.kind}: {difference.path or '-'}: {difference.detail}")
-        print(
-            f"{len(report.problems)} differences: `carryd index` picks up changed files; "
-            f"damage inside the index goes when {settings.db_path} is deleted and rebuilt"
-        )
-    return 0 if report.ok else 1

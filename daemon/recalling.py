@@ -26,19 +26,16 @@ every call — except when there is no index at all: then the root is synced onc
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import logging
 import sqlite3
-import sys
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from carryd.index.entries import parse_entries
-from carryd.index.errors import CarrydError, UsageError
+from carryd.index.errors import CarrydError
 from carryd.index.fusion import ArmEvidence, SemanticCalibration, calibration_for
 from carryd.index.lexical import LexicalStats, TermPostings, query_terms
 from carryd.index.recall import QueryTerms, RecallAnswer, RecallHit, RecallOptions, recall
@@ -281,6 +278,9 @@ class Recaller:
             log.warning("recall: semantic arm failed, answering lexical-only: %s", error)
             return None, f"semantic arm failed: {error}"
 
+    def close(self) -> None:
+        """Nothing to close: the store and the model belong to the caller."""
+
     # --- expand --------------------------------------------------------------------------
 
     def expand(self, ids: Sequence[str]) -> dict[str, Any]:
@@ -434,174 +434,3 @@ def answer_from_json(data: Mapping[str, Any]) -> RecallAnswer:
 
 
 # --- the in-process shell ----------------------------------------------------------------
-
-
-class _InProcess:
-    """Open the store and the model once for a command; sync first only if no index exists."""
-
-    def __init__(self, settings: Settings) -> None:
-        self._settings = settings
-        self._recaller: Recaller | None = None
-        self._store: Store | None = None
-
-    def recaller(self) -> Recaller:
-        if self._recaller is None:
-            from carryd.daemon.indexing import load_embedder_for, open_store, sync_root
-
-            missing_index = not self._settings.db_path.exists()
-            # Lazy: the ONNX session loads on the first query embedding, so `expand` never
-            # pays for it; a model that then fails to load degrades that answer.
-            embedder, degraded = load_embedder_for(self._settings, lazy=True)
-            self._store = open_store(self._settings)
-            if missing_index:
-                log.info("no index at %s yet: syncing the root once", self._settings.db_path)
-                sync_root(self._settings, store=self._store, embedder=embedder)
-            self._recaller = Recaller(self._settings, self._store, embedder, degraded)
-        return self._recaller
-
-    def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
-            self._recaller = None
-
-
-def _ask_daemon(settings: Settings, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
-    try:
-        from carryd.daemon import control
-    except ImportError:  # the daemon's control module is optional for the in-process path
-        return None
-    return control.request(settings, method, params)
-
-
-def _recall_params(
-    query: str, workspace: str | None, limit: int | None, min_confidence: float | None
-) -> dict[str, Any]:
-    return {
-        "query": query,
-        "workspace": workspace,
-        "limit": limit,
-        "min_confidence": min_confidence,
-    }
-
-
-def _batch_requests(path: str, args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Given a JSON-lines file ("-" for stdin), return its requests; a bad line is a UsageError."""
-    try:
-        if path == "-":
-            lines = sys.stdin.read().splitlines()
-        else:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"{path}: cannot read the batch file: {error}") from error
-    requests = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except ValueError as error:
-            raise UsageError(f"{path}:{number}: not a JSON object: {error}") from error
-        if not isinstance(item, dict) or not isinstance(item.get("query"), str):
-            raise UsageError(f'{path}:{number}: expected {{"query": "…", "workspace"?: "…"}}')
-        if not item["query"].strip():
-            raise UsageError(f"{path}:{number}: the query is empty")
-        workspace = item.get("workspace", args.workspace)
-        if workspace is not None and not isinstance(workspace, str):
-            raise UsageError(f"{path}:{number}: 'workspace' must be a string")
-        limit = item.get("limit", args.limit)
-        floor = item.get("min_confidence", args.min_confidence)
-        requests.append(_recall_params(item["query"], workspace, limit, floor))
-    return requests
-
-
-def _answers(settings: Settings, requests: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    local = _InProcess(settings)
-    try:
-        for params in requests:
-            answer = _ask_daemon(settings, "recall", params)
-            if answer is None:
-                answer = local.recaller().recall(
-                    params["query"],
-                    workspace=params["workspace"],
-                    limit=params["limit"],
-                    min_confidence=params["min_confidence"],
-                )
-            yield answer
-    finally:
-        local.close()
-
-
-def _check_numbers(limit: int | None, min_confidence: float | None) -> None:
-    if limit is not None and limit < 0:
-        raise UsageError(f"--limit must not be negative, got {limit}")
-    if min_confidence is not None and not 0.0 <= min_confidence <= 1.0:
-        raise UsageError(f"--min-confidence must be between 0 and 1, got {min_confidence}")
-
-
-def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
-    """`carryd recall QUERY | --batch FILE`: print the answer(s); exit 0."""
-    query = getattr(args, "query", None)
-    batch = getattr(args, "batch", None)
-    if (query is None) == (batch is None):
-        raise UsageError("give either a QUERY or --batch FILE (not both)")
-    if query is not None and not query.strip():
-        raise UsageError("the QUERY is empty")
-    _check_numbers(args.limit, args.min_confidence)
-    if batch is not None:
-        requests = _batch_requests(batch, args)
-        for params in requests:
-            _check_numbers(params["limit"], params["min_confidence"])
-        for answer in _answers(settings, requests):
-            print(json.dumps(answer, ensure_ascii=False), flush=True)
-        return 0
-    params = _recall_params(query, args.workspace, args.limit, args.min_confidence)
-    (answer,) = list(_answers(settings, [params]))
-    if getattr(args, "json", False):
-        print(json.dumps(answer, ensure_ascii=False, indent=2))
-    else:
-        print(_listing(answer))
-    return 0
-
-
-def _listing(answer: Mapping[str, Any]) -> str:
-    """Given a recall answer, return it as a short human-readable listing."""
-    lines = []
-    if answer.get("degraded"):
-        lines.append(f"(degraded: {answer['degraded']})")
-    hits = answer.get("hits", [])
-    if not hits:
-        lines.append("no memory above the confidence threshold")
-    for position, hit in enumerate(hits, start=1):
-        lines.append(
-            f"{position}. {hit['id']}  {hit['path']}:{hit['line_start']}-{hit['line_end']}  "
-            f"confidence {hit['confidence']:.2f} ({hit['match_reason']})"
-        )
-        lines.append(f"   {hit['l0']}")
-    if hits:
-        lines.append("full text: carryd expand ID...")
-    return "\n".join(lines)
-
-
-def cmd_expand(args: argparse.Namespace, settings: Settings) -> int:
-    """`carryd expand ID...`: print full text; exit 1 when any id is missing."""
-    ids = list(args.ids)
-    answer = _ask_daemon(settings, "expand", {"ids": ids})
-    if answer is None:
-        local = _InProcess(settings)
-        try:
-            answer = local.recaller().expand(ids)
-        finally:
-            local.close()
-    if getattr(args, "json", False):
-        print(json.dumps(answer, ensure_ascii=False, indent=2))
-    else:
-        for entry in answer["entries"]:
-            print(
-                f"<!-- {entry['id']} {entry['path']}:{entry['line_start']}-{entry['line_end']} -->"
-            )
-            print(entry["text"].rstrip("\n"))
-            print()
-        for item in answer["missing"]:
-            print(f"carryd: {item['id']}: {item['reason']}", file=sys.stderr)
-    return 1 if answer["missing"] else 0

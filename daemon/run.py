@@ -31,14 +31,20 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from carryd.index.errors import ConfigError, DaemonRunning, UsageError
-
-if TYPE_CHECKING:
-    from carryd.daemon.config import Settings
-    from carryd.daemon.status import DaemonState
-    from carryd.daemon.worker import Indexer
+from carryd.daemon.config import Settings, load_settings
+from carryd.daemon.control import ControlServer, socket_answers
+from carryd.daemon.errors import ConfigError, DaemonRunning, UsageError
+from carryd.daemon.layout import open_store
+from carryd.daemon.model import load_embedder_for, model_identity_text
+from carryd.daemon.notify import sd_notify
+from carryd.daemon.recall_access import ThreadRecall
+from carryd.daemon.recalling import Recaller
+from carryd.daemon.scheduler import Scheduler
+from carryd.daemon.state import DaemonState
+from carryd.daemon.watcher import Watcher
+from carryd.daemon.worker import Indexer, Worker, release_memory
 
 log = logging.getLogger(__name__)
 
@@ -153,8 +159,7 @@ class QueryService:
         self._degraded = degraded
         self._state = state
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="carryd-query")
-        self._recaller: Any = None
-        self._recaller_settings: Settings | None = None
+        self._thread_recall = ThreadRecall(store, embedder, degraded)
 
     def reload(self, settings: Settings) -> None:
         self.settings = settings
@@ -168,8 +173,6 @@ class QueryService:
         }
 
     def model_info(self) -> dict[str, Any]:
-        from carryd.daemon.status import model_identity_text
-
         identity = getattr(self._embedder, "identity", None)
         text = model_identity_text(self.settings, identity)
         return {
@@ -182,7 +185,7 @@ class QueryService:
     def stop(self) -> None:
         """Finish the request in progress, then join the thread."""
         self._executor.shutdown(wait=True)
-        self._recaller = None
+        self._thread_recall.close()
 
     # on the query thread
 
@@ -191,13 +194,8 @@ class QueryService:
     ) -> dict[str, Any]:
         return self._executor.submit(method, params).result()
 
-    def _recaller_now(self) -> Any:
-        if self._recaller is None or self._recaller_settings is not self.settings:
-            from carryd.daemon.recalling import Recaller
-
-            self._recaller = Recaller(self.settings, self._store, self._embedder, self._degraded)
-            self._recaller_settings = self.settings
-        return self._recaller
+    def _recaller_now(self) -> Recaller:
+        return self._thread_recall.current(self.settings).recaller()
 
     def _status(self, params: Mapping[str, Any]) -> dict[str, Any]:
         snapshot = self._state.snapshot()
@@ -294,14 +292,6 @@ class Daemon:
     # the run
 
     def run(self) -> int:
-        from carryd.daemon.control import ControlServer
-        from carryd.daemon.indexing import load_embedder_for, open_store
-        from carryd.daemon.notify import sd_notify
-        from carryd.daemon.scheduler import Scheduler
-        from carryd.daemon.status import DaemonState
-        from carryd.daemon.watcher import Watcher
-        from carryd.daemon.worker import Indexer, Worker, release_memory
-
         settings = self.settings
         previous_handlers = self._install_signals()
         state = DaemonState(settings)
@@ -419,8 +409,6 @@ class Daemon:
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     """Run the daemon on the root until SIGTERM; return the exit code."""
-    from carryd.daemon.config import load_settings
-
     root = settings.root_path
     if not root.is_dir():
         raise ConfigError(f"root {root}: not a folder (pass --root DIR or set CARRYD_ROOT)")
@@ -443,8 +431,6 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 
 def remove_stale_socket(path: Path) -> None:
     """Given the socket path, remove a socket file nobody listens on (a crashed daemon's)."""
-    from carryd.daemon.control import socket_answers
-
     if path.is_socket() and not socket_answers(path):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()

@@ -26,9 +26,15 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from carryd.daemon.archive import archive_plans
+from carryd.daemon.carrying import write_carries
+from carryd.daemon.indexing import repair_root, sync_root, verify_root
+from carryd.daemon.layout import list_workspaces
+from carryd.daemon.recall_access import LocalRecall, ThreadRecall
+
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
-    from carryd.daemon.status import DaemonState
+    from carryd.daemon.state import DaemonState
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +229,7 @@ class Worker:
     def _loop(self) -> None:
         try:
             applier = self._open_applier()
-        except BaseException as error:
+        except BaseException as error:  # noqa: BLE001 — handed to the starting thread, which re-raises
             self.open_error = error
             self.opened.set()
             log.error("worker could not start: %s", error)
@@ -357,20 +363,14 @@ class Indexer:
         self.embedder = embedder
         self.degraded = degraded
         self.state = state
-        self._recaller: Any = None
-        self._recaller_settings: Settings | None = None
+        self._recall = ThreadRecall(store, embedder, degraded)
 
     def reload(self, settings: Settings) -> None:
         """Use new settings from the next batch on (called on the worker thread via a task)."""
         self.settings = settings
 
-    def recaller(self) -> Any:
-        if self._recaller is None or self._recaller_settings is not self.settings:
-            from carryd.daemon.recalling import Recaller
-
-            self._recaller = Recaller(self.settings, self.store, self.embedder, self.degraded)
-            self._recaller_settings = self.settings
-        return self._recaller
+    def recaller(self) -> LocalRecall:
+        return self._recall.current(self.settings)
 
     def apply(self, batch: Batch) -> None:
         self._sync(batch.sync_paths, changed=batch.paths, kind="batch", events=batch.events)
@@ -384,7 +384,7 @@ class Indexer:
             self._archive()
 
     def close(self) -> None:
-        self._recaller = None
+        self._recall.close()
 
     # steps
 
@@ -400,9 +400,6 @@ class Indexer:
         events: int,
         every_carry: bool = False,
     ) -> None:
-        from carryd.daemon.carrying import list_workspaces, write_carries
-        from carryd.daemon.indexing import sync_root
-
         started = time.monotonic()
         log.info("%s: syncing %s paths", kind, "all" if paths is None else len(paths))
         log.debug("%s paths: %s", kind, paths)
@@ -445,8 +442,6 @@ class Indexer:
         )
 
     def _verify(self) -> None:
-        from carryd.daemon.indexing import repair_root, verify_root
-
         report = verify_root(self.settings, store=self.store)
         self.state.record_verify(report)
         if not report.ok:
@@ -459,8 +454,6 @@ class Indexer:
     def _archive(self) -> None:
         if not self.settings.daemon.archive_plan:
             return
-        from carryd.daemon.archive import archive_plans
-
         for result in archive_plans(self.settings):
             if result.changed:
                 # The watcher sees PLAN.md change and the next batch re-plans the carry.
