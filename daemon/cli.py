@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from carryd.daemon.errors import ConfigError, UsageError
+from carryd.daemon.hosts import HOSTS, event_names
 from carryd.daemon.version import carryd_version
 from carryd.index.errors import CarrydError
 
@@ -30,7 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("carryd.daemon.commands", "cmd_status"),
     "service": ("carryd.daemon.service", "cmd_service"),
     "plan": ("carryd.daemon.commands", "cmd_plan"),
-    "hook": ("carryd.daemon.hooks", "cmd_hook"),
+    "hook": ("carryd.daemon.hosts", "cmd_hook"),
 }
 
 
@@ -154,12 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
     hook = sub.add_parser(
         "hook",
         parents=[common],
-        help="host integrations (Claude Code SessionStart and statusLine)",
+        help="host integrations (Claude Code, Codex: SessionStart, statusLine)",
         description="Answer a host hook on stdin/stdout. Never fails the host: any problem "
         "gives a small valid answer and exit 0.",
     )
-    hook.add_argument("host", choices=["claude-code"])
-    hook.add_argument("event", choices=["session-start", "statusline"])
+    hook.add_argument("host", choices=list(HOSTS))
+    hook.add_argument("event", choices=event_names())
     return parser
 
 

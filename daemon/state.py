@@ -181,5 +181,3 @@ def pid_alive(pid: Any) -> bool:
     except PermissionError:
         return True
     return True
-
-
