@@ -58,7 +58,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"carryd {carryd_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_memory_commands(sub, common, as_json)
+    _add_daemon_commands(sub, common, as_json)
+    return parser
 
+
+def _add_memory_commands(
+    sub: argparse._SubParsersAction,  # type: ignore[type-arg]
+    common: argparse.ArgumentParser,
+    as_json: argparse.ArgumentParser,
+) -> None:
+    """`carryd index|verify|recall|expand|carry`: the index, what it answers, the carries."""
     sub.add_parser(
         "index",
         parents=[common, as_json],
@@ -112,6 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-chars", type=int, help="plan under this smaller total budget (with --print)"
     )
 
+
+def _add_daemon_commands(
+    sub: argparse._SubParsersAction,  # type: ignore[type-arg]
+    common: argparse.ArgumentParser,
+    as_json: argparse.ArgumentParser,
+) -> None:
+    """`carryd run|status|service|plan|hook`: the daemon, its health, upkeep and hosts."""
     sub.add_parser(
         "run",
         parents=[common],
@@ -161,7 +178,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     hook.add_argument("host", choices=list(HOSTS))
     hook.add_argument("event", choices=event_names())
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 from carryd.daemon.archive import archive_plans
 from carryd.daemon.carrying import CarryResult, build_workspace_carry, write_carries
 from carryd.daemon.errors import UsageError
-from carryd.daemon.indexing import sync_root, verify_root
+from carryd.daemon.indexing import sync_root
 from carryd.daemon.layout import list_workspaces
 from carryd.daemon.recall_access import recall_access
 from carryd.daemon.recalling import answer_json
 from carryd.daemon.status import render_text, status_report
+from carryd.daemon.verifying import verify_root
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from carryd.index.entries import parse_entries
+from carryd.index.entries import Entry, parse_entries
 from carryd.index.errors import CarrydError
 from carryd.index.fusion import ArmEvidence, SemanticCalibration, calibration_for
 from carryd.index.lexical import LexicalStats, TermPostings, query_terms
@@ -294,7 +294,7 @@ class Recaller:
         wanted = list(dict.fromkeys(ids))
         rows = self._store.entries_by_id(wanted)
         root = self._settings.root_path
-        parsed: dict[str, Mapping[str, Any] | str] = {}
+        parsed: dict[str, Mapping[str, Entry] | str] = {}
         entries: list[dict[str, Any]] = []
         missing: list[dict[str, str]] = []
         for entry_id in wanted:
@@ -303,7 +303,7 @@ class Recaller:
                 missing.append({"id": entry_id, "reason": "unknown"})
                 continue
             if row.path not in parsed:
-                parsed[row.path] = _read_entries(root, row.path, parse_entries)
+                parsed[row.path] = _read_entries(root, row.path)
             by_id = parsed[row.path]
             if isinstance(by_id, str):
                 missing.append({"id": entry_id, "reason": by_id})
@@ -326,7 +326,7 @@ class Recaller:
         return {"entries": entries, "missing": missing}
 
 
-def _read_entries(root: Path, path: str, parse: Any) -> Mapping[str, Any] | str:
+def _read_entries(root: Path, path: str) -> Mapping[str, Entry] | str:
     """Given the root and a relative path, return id → Entry of the file now, or a reason."""
     try:
         text = (root / path).read_text(encoding="utf-8")
@@ -334,7 +334,7 @@ def _read_entries(root: Path, path: str, parse: Any) -> Mapping[str, Any] | str:
         return "vanished"
     except (OSError, UnicodeDecodeError):
         return "unreadable"
-    return {entry.id: entry for entry in parse(path, text)}
+    return {entry.id: entry for entry in parse_entries(path, text)}
 
 
 def _evidence_json(evidence: ArmEvidence | None, arm: str) -> dict[str, Any] | None:

@@ -30,7 +30,9 @@ import signal
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from carryd.daemon.config import Settings, load_settings
@@ -45,6 +47,11 @@ from carryd.daemon.scheduler import Scheduler
 from carryd.daemon.state import DaemonState
 from carryd.daemon.watcher import Watcher
 from carryd.daemon.worker import Indexer, Worker, release_memory
+from carryd.index.embed import Embedder
+from carryd.index.store import Store
+
+# What `signal.signal` returns and takes back: a handler, a SIG_* constant or None.
+SignalHandler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 log = logging.getLogger(__name__)
 
@@ -148,8 +155,8 @@ class QueryService:
     def __init__(
         self,
         settings: Settings,
-        store: Any,
-        embedder: Any,
+        store: Store,
+        embedder: Embedder | None,
         degraded: str | None,
         state: DaemonState,
     ) -> None:
@@ -234,6 +241,19 @@ class QueryService:
 # --- the daemon --------------------------------------------------------------------------
 
 
+@dataclass
+class _Running:
+    """A running daemon's parts, in start order (None: not started); stopped in reverse."""
+
+    state: DaemonState
+    store: Store | None = None
+    worker: Worker | None = None
+    watcher: Watcher | None = None
+    control: ControlServer | None = None
+    query: QueryService | None = None
+    scheduler: Scheduler | None = None
+
+
 class Daemon:
     """Own every thread of a running daemon; `run()` returns the exit code."""
 
@@ -252,12 +272,12 @@ class Daemon:
 
     # signals (run on the main thread between bytecodes: only set flags)
 
-    def _on_stop(self, signum: int, frame: Any) -> None:
+    def _on_stop(self, signum: int, frame: FrameType | None) -> None:
         self._stop_signal = signal.Signals(signum).name
         self._stop_requested = True
         self._poke()
 
-    def _on_hup(self, signum: int, frame: Any) -> None:
+    def _on_hup(self, signum: int, frame: FrameType | None) -> None:
         self._reload_requested = True
         self._poke()
 
@@ -265,8 +285,8 @@ class Daemon:
         with contextlib.suppress(BlockingIOError):
             os.write(self._wake_write, b"\0")
 
-    def _install_signals(self) -> dict[int, Any]:
-        previous = {}
+    def _install_signals(self) -> dict[int, SignalHandler]:
+        previous: dict[int, SignalHandler] = {}
         for signum, handler in (
             (signal.SIGTERM, self._on_stop),
             (signal.SIGINT, self._on_stop),
@@ -292,98 +312,111 @@ class Daemon:
     # the run
 
     def run(self) -> int:
-        settings = self.settings
         previous_handlers = self._install_signals()
-        state = DaemonState(settings)
-        state.write()
-        store: Any = None
-        worker: Worker | None = None
-        watcher: Watcher | None = None
-        control: ControlServer | None = None
-        query: QueryService | None = None
-        scheduler: Scheduler | None = None
+        parts = _Running(DaemonState(self.settings))
+        parts.state.write()
         try:
-            started = time.monotonic()
-            embedder, degraded = load_embedder_for(settings)
-            if degraded:
-                log.warning("model unavailable, recall is lexical-only: %s", degraded)
-            else:
-                log.info("model loaded in %.2f s", time.monotonic() - started)
-            release_memory()  # loading the model frees far more than it keeps
-
-            store = open_store(settings)
-            if store.recovered:
-                log.warning("index: %s", store.recovered)
-
-            def open_indexer() -> Indexer:
-                self._indexer = Indexer(
-                    settings, store=store, embedder=embedder, degraded=degraded, state=state
-                )
-                return self._indexer
-
-            worker = Worker(
-                open_indexer,
-                quiet=settings.daemon.debounce_ms / 1000,
-                on_error=state.record_error,
-            )
-            query = QueryService(settings, store, embedder, degraded, state)
-            state.set_queued_source(lambda: worker.queued if worker is not None else 0)
-            state.update(model=query.model_info())
-            worker.submit("reconcile")
-            worker.start()
-            worker.opened.wait()
-            if worker.open_error is not None:
-                raise worker.open_error
-            watcher = Watcher(settings, worker.enqueue)
-            watcher.start()
-
-            log.info("reconciling %s before serving", settings.root_path)
-            sd_notify("STATUS=reconciling the index and the carries")
-            while not self._stop_requested and worker.items_finished < 1:
-                self._wait(0.05)
-            if self._stop_requested:
-                return 0
-
-            control = ControlServer(settings.socket_path, query.handlers())
-            control.start()
-            scheduler = Scheduler(settings, worker.submit)
-            scheduler.start()
-            state.update(state="running")
-            sd_notify(
-                "READY=1", "STATUS=watching " + str(settings.root_path), f"MAINPID={os.getpid()}"
-            )
-            log.info("ready: serving %s on %s", settings.root_path, settings.socket_path)
-
-            while not self._stop_requested:
-                self._wait(3600.0)
-                if self._reload_requested:
-                    self._reload_requested = False
-                    self._reload(worker, watcher, query, scheduler, state)
+            worker = self._start_indexing(parts)
+            if not self._caught_up(worker):
+                return 0  # asked to stop during the start-up reconcile
+            self._start_serving(parts, worker)
+            self._serve(parts)
             return 0
         finally:
-            if self._stop_signal:
-                log.info("%s: finishing the current batch, then stopping", self._stop_signal)
-            sd_notify("STOPPING=1")
-            state.update(state="stopping")
-            # Reverse order of start; each stop joins its threads.
-            if scheduler is not None:
-                scheduler.stop()
-            if watcher is not None:
-                watcher.stop()
-            if control is not None:
-                control.stop()
-            if worker is not None:
-                worker.stop()
-            if query is not None:
-                query.stop()
-            if store is not None:
-                store.close()
-            state.update(state="stopped", stopped_at=time.time())
-            for signum, handler in previous_handlers.items():
-                signal.signal(signum, handler)
-            log.info("stopped")
+            self._stop_all(parts, previous_handlers)
 
-    def _reload(self, worker: Any, watcher: Any, query: Any, scheduler: Any, state: Any) -> None:
+    def _start_indexing(self, parts: _Running) -> Worker:
+        """Load the model, open the store, start the worker (reconciling first) and the
+        watcher; return the worker."""
+        settings, state = self.settings, parts.state
+        started = time.monotonic()
+        embedder, degraded = load_embedder_for(settings)
+        if degraded:
+            log.warning("model unavailable, recall is lexical-only: %s", degraded)
+        else:
+            log.info("model loaded in %.2f s", time.monotonic() - started)
+        release_memory()  # loading the model frees far more than it keeps
+
+        store = parts.store = open_store(settings)
+        if store.recovered:
+            log.warning("index: %s", store.recovered)
+
+        def open_indexer() -> Indexer:
+            self._indexer = Indexer(
+                settings, store=store, embedder=embedder, degraded=degraded, state=state
+            )
+            return self._indexer
+
+        worker = parts.worker = Worker(
+            open_indexer,
+            quiet=settings.daemon.debounce_ms / 1000,
+            on_error=state.record_error,
+        )
+        query = parts.query = QueryService(settings, store, embedder, degraded, state)
+        state.set_queued_source(lambda: worker.queued)
+        state.update(model=query.model_info())
+        worker.submit("reconcile")
+        worker.start()
+        worker.opened.wait()
+        if worker.open_error is not None:
+            raise worker.open_error
+        parts.watcher = Watcher(settings, worker.enqueue)
+        parts.watcher.start()
+        return worker
+
+    def _caught_up(self, worker: Worker) -> bool:
+        """Wait for the start-up reconcile; return False when asked to stop meanwhile."""
+        log.info("reconciling %s before serving", self.settings.root_path)
+        sd_notify("STATUS=reconciling the index and the carries")
+        while not self._stop_requested and worker.items_finished < 1:
+            self._wait(0.05)
+        return not self._stop_requested
+
+    def _start_serving(self, parts: _Running, worker: Worker) -> None:
+        """Open the control socket and the schedule, and tell systemd the daemon is ready."""
+        settings = self.settings
+        assert parts.query is not None  # started with the worker
+        parts.control = ControlServer(settings.socket_path, parts.query.handlers())
+        parts.control.start()
+        parts.scheduler = Scheduler(settings, worker.submit)
+        parts.scheduler.start()
+        parts.state.update(state="running")
+        sd_notify("READY=1", "STATUS=watching " + str(settings.root_path), f"MAINPID={os.getpid()}")
+        log.info("ready: serving %s on %s", settings.root_path, settings.socket_path)
+
+    def _serve(self, parts: _Running) -> None:
+        """Sleep until a stop is asked, reloading the config on SIGHUP."""
+        while not self._stop_requested:
+            self._wait(3600.0)
+            if self._reload_requested:
+                self._reload_requested = False
+                self._reload(parts)
+
+    def _stop_all(self, parts: _Running, previous_handlers: Mapping[int, SignalHandler]) -> None:
+        """Stop every part in the reverse order of start (each stop joins its threads)."""
+        if self._stop_signal:
+            log.info("%s: finishing the current batch, then stopping", self._stop_signal)
+        sd_notify("STOPPING=1")
+        parts.state.update(state="stopping")
+        if parts.scheduler is not None:
+            parts.scheduler.stop()
+        if parts.watcher is not None:
+            parts.watcher.stop()
+        if parts.control is not None:
+            parts.control.stop()
+        if parts.worker is not None:
+            parts.worker.stop()
+        if parts.query is not None:
+            parts.query.stop()
+        if parts.store is not None:
+            parts.store.close()
+        parts.state.update(state="stopped", stopped_at=time.time())
+        for signum, handler in previous_handlers.items():
+            signal.signal(signum, handler)
+        log.info("stopped")
+
+    def _reload(self, parts: _Running) -> None:
+        state = parts.state
         try:
             fresh = self._load_settings()
         except ConfigError as error:
@@ -398,12 +431,13 @@ class Daemon:
             return
         log.info("SIGHUP: applying changed settings: %s", ", ".join(applied))
         self.settings = effective
-        worker.set_timing(effective.daemon.debounce_ms / 1000)
+        if parts.worker is not None:
+            parts.worker.set_timing(effective.daemon.debounce_ms / 1000)
         if self._indexer is not None:
             self._indexer.reload(effective)
-        watcher.reload(effective)
-        query.reload(effective)
-        scheduler.reload(effective)
+        for part in (parts.watcher, parts.query, parts.scheduler):
+            if part is not None:
+                part.reload(effective)
         state.update(config_file=effective.config_file, reloaded_at=time.time())
 
 

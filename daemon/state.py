@@ -18,7 +18,10 @@ from typing import TYPE_CHECKING, Any
 from carryd.daemon.files import write_atomic
 
 if TYPE_CHECKING:
+    from carryd.daemon.carrying import CarryResult
     from carryd.daemon.config import Settings
+    from carryd.daemon.indexing import SyncReport
+    from carryd.daemon.verifying import VerifyReport
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +47,7 @@ def read_state(settings: Settings) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _report_fields(report: Any) -> dict[str, Any]:
+def _report_fields(report: SyncReport | None) -> dict[str, Any]:
     if report is None:
         return {}
     to_json = getattr(report, "to_json", None)
@@ -107,8 +110,8 @@ class DaemonState:
         kind: str,
         paths: int | None,
         events: int,
-        report: Any,
-        carries: Iterable[Any],
+        report: SyncReport | None,
+        carries: Iterable[CarryResult],
         seconds: float,
     ) -> None:
         now = self._clock()
@@ -136,7 +139,7 @@ class DaemonState:
                     log.warning("carry %s fell back: %s", carry.workspace, carry.reason)
             self._write_locked()
 
-    def record_verify(self, report: Any) -> None:
+    def record_verify(self, report: VerifyReport) -> None:
         with self._lock:
             self._data["last_verify"] = {
                 "at": self._clock(),

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
 def probe_model(settings: Settings) -> str | None:
     """Given settings, return why the model cannot load, judged without loading it (or None).
 
@@ -66,12 +67,46 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
     with contextlib.suppress(OSError):
         live = control.request(settings, "status", {}, timeout=2.0)
     recorded = live if live is not None else read_state(settings)
+    daemon = _daemon_section(live, recorded, now)
+    model = _model_section(settings, live, recorded)
+    counts = live.get("counts") if live is not None else None
+    if counts is None:
+        try:
+            counts = index_counts(settings)
+        except Exception as error:  # noqa: BLE001 — status must report a broken index, not die
+            counts = None
+            daemon["index_error"] = f"{type(error).__name__}: {error}"
+    checked = (recorded or {}).get("carries_checked") or {}
+    carries = [
+        carry_report(settings, workspace, checked_at=checked.get(workspace), now=now)
+        for workspace in list_workspaces(settings)
+    ]
+    problems = _problems(model, carries)
+    return {
+        "healthy": not problems,
+        "problems": problems,
+        "root": str(settings.root_path),
+        "daemon": daemon,
+        "model": model,
+        "counts": counts,
+        "last_sync": (recorded or {}).get("last_sync"),
+        "last_verify": (recorded or {}).get("last_verify"),
+        "last_error": (recorded or {}).get("last_error"),
+        "carries": carries,
+    }
+
+
+def _daemon_section(
+    live: dict[str, Any] | None, recorded: dict[str, Any] | None, now: float
+) -> dict[str, Any]:
+    """Given the live answer (None: no daemon answered) and the last record, return whether
+    the daemon runs and what it did."""
     running = live is not None or (
         recorded is not None
         and recorded.get("state") not in ("stopped", None)
         and pid_alive(recorded.get("pid"))
     )
-    daemon: dict[str, Any] = {
+    return {
         "running": running,
         "answering": live is not None,
         "pid": recorded.get("pid") if recorded and running else None,
@@ -88,34 +123,23 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
         "queued": (recorded or {}).get("queued", 0) if running else 0,
     }
 
-    model: dict[str, Any]
+
+def _model_section(
+    settings: Settings, live: dict[str, Any] | None, recorded: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Given the live answer and the last record, return the model's identity and health
+    (judged without loading it when no daemon answers)."""
     if live is not None and isinstance(live.get("model"), dict):
-        model = dict(live["model"])
-    else:
-        reason = probe_model(settings)
-        remembered = (recorded or {}).get("model") or {}
-        if reason is None and remembered.get("identity") == model_identity_text(settings):
-            reason = remembered.get("degraded")
-        model = {
-            "identity": model_identity_text(settings),
-            "loaded": False,
-            "degraded": reason,
-        }
-
-    counts = live.get("counts") if live is not None else None
-    if counts is None:
-        try:
-            counts = index_counts(settings)
-        except Exception as error:  # noqa: BLE001 — status must report a broken index, not die
-            counts = None
-            daemon["index_error"] = f"{type(error).__name__}: {error}"
+        return dict(live["model"])
+    reason = probe_model(settings)
+    remembered = (recorded or {}).get("model") or {}
+    if reason is None and remembered.get("identity") == model_identity_text(settings):
+        reason = remembered.get("degraded")
+    return {"identity": model_identity_text(settings), "loaded": False, "degraded": reason}
 
 
-    checked = (recorded or {}).get("carries_checked") or {}
-    carries = [
-        carry_report(settings, workspace, checked_at=checked.get(workspace), now=now)
-        for workspace in list_workspaces(settings)
-    ]
+def _problems(model: dict[str, Any], carries: list[dict[str, Any]]) -> list[str]:
+    """Given the model and carry sections, return what makes the status unhealthy."""
     problems: list[str] = []
     if model.get("degraded"):
         problems.append(f"model degraded: {model['degraded']}")
@@ -130,18 +154,7 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
             )
         elif carry["fallback"]:
             problems.append(f"carry {carry['workspace']}: fallback ({carry['reason']})")
-    return {
-        "healthy": not problems,
-        "problems": problems,
-        "root": str(settings.root_path),
-        "daemon": daemon,
-        "model": model,
-        "counts": counts,
-        "last_sync": (recorded or {}).get("last_sync"),
-        "last_verify": (recorded or {}).get("last_verify"),
-        "last_error": (recorded or {}).get("last_error"),
-        "carries": carries,
-    }
+    return problems
 
 
 def _ago(seconds: float | None) -> str:

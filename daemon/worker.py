@@ -24,17 +24,20 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from carryd.daemon.archive import archive_plans
-from carryd.daemon.carrying import write_carries
-from carryd.daemon.indexing import repair_root, sync_root, verify_root
+from carryd.daemon.carrying import CarryResult, write_carries
+from carryd.daemon.indexing import sync_root
 from carryd.daemon.layout import list_workspaces
 from carryd.daemon.recall_access import LocalRecall, ThreadRecall
+from carryd.daemon.verifying import repair_root, verify_root
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
     from carryd.daemon.state import DaemonState
+    from carryd.index.embed import Embedder
+    from carryd.index.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -111,9 +114,7 @@ class Debouncer:
         # along: a long burst over several paths costs one batch per max_delay window.
         forced = any(now >= p.first + self.max_delay for p in self._pending.values())
         ready = [
-            change
-            for change, p in self._pending.items()
-            if forced or now >= p.last + self.quiet
+            change for change, p in self._pending.items() if forced or now >= p.last + self.quiet
         ]
         if not ready:
             return None
@@ -353,8 +354,8 @@ class Indexer:
         self,
         settings: Settings,
         *,
-        store: Any,
-        embedder: Any,
+        store: Store,
+        embedder: Embedder | None,
         degraded: str | None,
         state: DaemonState,
     ) -> None:
@@ -413,7 +414,7 @@ class Indexer:
             if every_carry
             else workspaces_for_carry(touched, changed, carry_sources(self.settings), existing)
         )
-        results: list[Any] = []
+        results: list[CarryResult] = []
         if targets is None or targets:
             results = write_carries(
                 self.settings,
