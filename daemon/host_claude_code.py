@@ -130,7 +130,7 @@ def _cwd_of(data: Mapping[str, Any], *, statusline: bool = True) -> str | None:
     return None
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) else None

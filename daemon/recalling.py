@@ -388,7 +388,7 @@ def answer_json(answer: RecallAnswer) -> dict[str, Any]:
     }
 
 
-def _evidence_of(data: Any, arm: str) -> ArmEvidence | None:
+def _evidence_of(data: object, arm: str) -> ArmEvidence | None:
     if not isinstance(data, Mapping):
         return None
     return ArmEvidence(

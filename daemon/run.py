@@ -57,7 +57,8 @@ log = logging.getLogger(__name__)
 
 LOCK_FILE = "daemon.lock"
 # Settings a running daemon cannot switch to: they are kept until a restart.
-RESTART_ONLY = ("root", "index.state_dir", "model")
+# `model_keys_written` (which [model] keys the file names) is part of the model identity.
+RESTART_ONLY = ("root", "index.state_dir", "model", "model_keys_written")
 
 
 # --- the lock ----------------------------------------------------------------------------
@@ -108,7 +109,7 @@ class DaemonLock:
 # --- settings reload (pure) --------------------------------------------------------------
 
 
-def changed_keys(old: Any, new: Any, prefix: str = "") -> list[str]:
+def changed_keys(old: object, new: object, prefix: str = "") -> list[str]:
     """Given two settings values, return the dotted keys whose values differ."""
     if dataclasses.is_dataclass(old) and dataclasses.is_dataclass(new):
         keys: list[str] = []
@@ -130,7 +131,13 @@ def merge_reload(old: Settings, new: Settings) -> tuple[Settings, list[str], lis
     kept = [k for k in changed if any(k == r or k.startswith(r + ".") for r in RESTART_ONLY)]
     applied = [k for k in changed if k not in kept]
     index = dataclasses.replace(new.index, state_dir=old.index.state_dir)
-    effective = dataclasses.replace(new, root=old.root, model=old.model, index=index)
+    effective = dataclasses.replace(
+        new,
+        root=old.root,
+        model=old.model,
+        model_keys_written=old.model_keys_written,
+        index=index,
+    )
     return effective, applied, kept
 
 

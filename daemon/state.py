@@ -173,7 +173,7 @@ class DaemonState:
 # --- the report --------------------------------------------------------------------------
 
 
-def pid_alive(pid: Any) -> bool:
+def pid_alive(pid: object) -> bool:
     """Given a pid from daemon.json, return whether that process still exists."""
     if not isinstance(pid, int) or pid <= 0:
         return False

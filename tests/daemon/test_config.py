@@ -239,3 +239,21 @@ def test_the_model_keys_the_file_names_are_recorded_when_it_is_parsed(tmp_path: 
     config.write_text('[model]\nname = "Xenova/multilingual-e5-small"\n', encoding="utf-8")
     assert load_settings(config, root=tmp_path, environ={}).model_keys_written == {"name"}
     assert load_settings(None, root=tmp_path, environ={}).model_keys_written == frozenset()
+
+
+def test_a_reload_keeps_the_model_keys_the_running_model_was_built_with(tmp_path: Path) -> None:
+    """Which [model] keys the file names is part of the model identity: like the model
+    itself it changes only with a restart (SIGHUP keeps it and says so)."""
+    from carryd.daemon.run import merge_reload
+
+    written = tmp_path / "written.toml"
+    written.write_text('[model]\nname = "Xenova/multilingual-e5-small"\n', encoding="utf-8")
+    plain = tmp_path / "plain.toml"
+    plain.write_text("[daemon]\ndebounce_ms = 500\n", encoding="utf-8")
+    old = load_settings(written, root=tmp_path, environ={})
+    new = load_settings(plain, root=tmp_path, environ={})
+    effective, applied, kept = merge_reload(old, new)
+    assert kept == ["model_keys_written"]
+    assert "daemon.debounce_ms" in applied
+    assert effective.model_keys_written == {"name"}
+    assert effective.daemon.debounce_ms == 500
