@@ -23,11 +23,11 @@ same inputs, same bytes (hashes and timestamps belong to the manifest, written b
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from carryd.carry.anchors import AnchorRow, anchor_rows, render_anchor_table
+from carryd.carry.budgets import CarryBudgets
 from carryd.carry.flat import safe_prefix, trailer
 from carryd.carry.ledger import Ledger, SectionNames, parse_ledger
 from carryd.carry.plan import PlanParts, join_units, plan_current_for_carry, split_plan
@@ -49,6 +49,7 @@ from carryd.carry.select import (
 from carryd.carry.sidecar import apply_sidecar, parse_sidecar
 from carryd.carry.truncate import render_section, truncate_ledger
 from carryd.index.entries import Entry, parse_entries
+from carryd.index.recall import RecallHit
 from carryd.index.redact import redact
 
 QUERY_MAX_CHARS = 1_000
@@ -68,17 +69,8 @@ class CarryInputs:
     ledger_text: str | None = None  # None: no ledger file
     plan_text: str | None = None  # None: no PLAN.md
     sidecar_text: str | None = None  # None: no sidecar file
-    recall_hits: tuple[Mapping[str, Any], ...] = ()  # the recall answer's "hits", in its order
-    slots: Mapping[str, str | None] = field(default_factory=dict)  # entry id → explicit slot
+    recall_hits: tuple[RecallHit, ...] = ()  # the recall answer's hits, in its order
     section_names: SectionNames = SectionNames()
-
-
-@dataclass(frozen=True)
-class CarryBudgets:
-    total_chars: int = 18_000
-    ledger_chars: int = 8_000
-    plan_chars: int = 3_000
-    memory: MemorySelectionPolicy = MemorySelectionPolicy()
 
 
 @dataclass(frozen=True)
@@ -351,19 +343,19 @@ def _memory(
     explicit requirements are the current turn's authority).
     """
     carried = {inputs.ledger_path, inputs.plan_path}
-    kept: list[Mapping[str, Any]] = []
+    kept: list[RecallHit] = []
     excluded: list[str] = []
     for hit in inputs.recall_hits:
-        if hit.get("path") in carried and inputs.slots.get(str(hit.get("id"))) is None:
-            excluded.append(str(hit.get("id")))
+        if hit.path in carried and hit.slot is None:
+            excluded.append(hit.id)
         else:
-            kept.append({**hit, "l0": redact(str(hit.get("l0") or ""))})
+            slot = redact(hit.slot) if hit.slot else hit.slot
+            kept.append(dataclasses.replace(hit, l0=redact(hit.l0), slot=slot))
     candidates = candidates_from_recall(
         kept,
         authority_for=lambda hit: authority_from_location(
-            hit.get("workspace"), str(hit.get("path")), active_ledger=inputs.ledger_path
+            hit.workspace, hit.path, active_ledger=inputs.ledger_path
         ),
-        slots={key: (redact(value) if value else value) for key, value in inputs.slots.items()},
     )
     plan = select_memory_context(candidates, user_scope=inputs.workspace, policy=policy)
     return plan, tuple(excluded)

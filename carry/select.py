@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
+
+from carryd.carry.budgets import MemorySelectionPolicy
+from carryd.index.recall import RecallHit
 
 Authority = Literal["current_turn", "workspace_override", "user_default"]
 AUTHORITIES: tuple[Authority, ...] = get_args(Authority)
@@ -83,19 +86,6 @@ class MemoryContextCandidate:
 
     def __post_init__(self) -> None:
         checked_authority(self.authority, memory_id=self.memory_id)
-
-
-@dataclass(frozen=True)
-class MemorySelectionPolicy:
-    min_score: float = 0.5
-    top_k: int = 5
-    max_chars: int = 3_000
-    max_tokens: int = 800
-
-    def __post_init__(self) -> None:
-        for name in ("min_score", "top_k", "max_chars", "max_tokens"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"MemorySelectionPolicy.{name} must not be negative")
 
 
 @dataclass(frozen=True)
@@ -168,46 +158,38 @@ def checked_authority(value: object, *, memory_id: str) -> Authority:
 
 
 def candidates_from_recall(
-    hits: Sequence[Mapping[str, Any]],
+    hits: Sequence[RecallHit],
     *,
-    authority_for: Callable[[Mapping[str, Any]], str],
-    slots: Mapping[str, str | None] | None = None,
+    authority_for: Callable[[RecallHit], str],
 ) -> tuple[MemoryContextCandidate, ...]:
-    """Given recall hits (the CLI contract's JSON shape), return selection candidates.
+    """Given recall hits in answer order, return selection candidates.
 
     Structural adaptation only: the hit's `confidence` (absolute, calibrated) becomes `score`,
-    its position in the answer becomes `source_rank`, its L0 becomes `text`. `authority_for`
-    maps a hit to its authority (from its location); an unknown value raises ValueError.
-    `slots` maps entry ids to their explicit slot (recall answers do not carry it).
+    its position in the answer becomes `source_rank`, its L0 becomes `text`, its explicit
+    slot the conflict key. `authority_for` maps a hit to its authority (from its location);
+    an unknown value raises ValueError.
     """
-    slot_of = slots or {}
-    candidates = []
-    for position, hit in enumerate(hits, start=1):
-        memory_id = str(hit["id"])
-        score = hit.get("confidence")
-        if score is None:
-            score = hit.get("score", 0.0)
-        candidates.append(
-            MemoryContextCandidate(
-                memory_id=memory_id,
-                text=str(hit.get("l0") or ""),
-                user_scope=hit.get("workspace"),
-                score=float(score),
-                source_rank=position,
-                provenance=Provenance(
-                    source_id=memory_id,
-                    source_type="memory_entry",
-                    title=None,
-                    captured_at=None,
-                    path=hit.get("path"),
-                    line_start=hit.get("line_start"),
-                    line_end=hit.get("line_end"),
-                ),
-                conflict_key=slot_of.get(memory_id),
-                authority=checked_authority(authority_for(hit), memory_id=memory_id),
-            )
+    return tuple(
+        MemoryContextCandidate(
+            memory_id=hit.id,
+            text=hit.l0,
+            user_scope=hit.workspace,
+            score=float(hit.confidence),
+            source_rank=position,
+            provenance=Provenance(
+                source_id=hit.id,
+                source_type="memory_entry",
+                title=None,
+                captured_at=None,
+                path=hit.path,
+                line_start=hit.line_start,
+                line_end=hit.line_end,
+            ),
+            conflict_key=hit.slot,
+            authority=checked_authority(authority_for(hit), memory_id=hit.id),
         )
-    return tuple(candidates)
+        for position, hit in enumerate(hits, start=1)
+    )
 
 
 def render_memory_hit(candidate: MemoryContextCandidate) -> str:

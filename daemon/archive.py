@@ -20,7 +20,6 @@ The daemon's scheduler calls `archive_plans(settings)` when `daemon.archive_plan
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -32,7 +31,6 @@ from carryd.carry.plan import archive_plan, missing_lines
 from carryd.daemon.carrying import list_workspaces
 from carryd.daemon.config import Settings
 from carryd.daemon.files import write_atomic
-from carryd.index.errors import UsageError
 
 log = logging.getLogger(__name__)
 
@@ -166,24 +164,3 @@ def _restore(path: Path, previous: bytes) -> None:
             path.unlink()
     except OSError as error:  # the history is still in PLAN.md, so nothing is lost
         log.warning("%s: could not restore the archive: %s", path, error)
-
-
-def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
-    """`carryd plan archive [--workspace W]`: print what moved; exit 1 if a plan failed."""
-    if args.action != "archive":
-        raise UsageError(f"unknown plan action {args.action!r} (known: archive)")
-    workspace = getattr(args, "workspace", None)
-    if workspace is not None:
-        if workspace in ("", ".", "..") or "/" in workspace or "\\" in workspace:
-            raise UsageError(f"--workspace {workspace!r}: give a top-level folder name")
-        if not (settings.root_path / workspace).is_dir():
-            raise UsageError(f"no workspace {workspace!r} under {settings.root_path}")
-        results = archive_plans(settings, [workspace])
-    else:
-        results = archive_plans(settings)
-    for outcome in results:
-        if outcome.reason != "no_plan" or workspace is not None:
-            print(outcome.describe())
-    if not results:
-        print(f"no workspaces under {settings.root_path}")
-    return 0 if all(outcome.ok for outcome in results) else 1

@@ -18,15 +18,13 @@ The `.md` holds no timestamps and no absolute paths; those go to the manifest.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime
 import hashlib
 import json
 import logging
 import os
-import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,14 +34,16 @@ from carryd.carry.ledger import SectionNames
 from carryd.carry.planner import SegmentDecision
 from carryd.carry.render import CarryBudgets, CarryInputs, CarryPlan, build_carry, recall_query
 from carryd.carry.select import MemoryDecision, MemorySelectionPolicy
+from carryd.daemon.errors import UsageError
 from carryd.daemon.files import write_atomic
-from carryd.index.entries import ROOT_LEVEL_DIRS
-from carryd.index.errors import IndexCorrupt, PromptBudgetError, UsageError
+from carryd.daemon.layout import check_workspace, list_workspaces
+from carryd.daemon.recall_access import LocalRecall, RecallAccess
+from carryd.daemon.version import carryd_version
+from carryd.index.errors import PromptBudgetError
 from carryd.index.redact import redact
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
-    from carryd.daemon.recalling import Recaller
     from carryd.index.store import Store
 
 log = logging.getLogger(__name__)
@@ -92,27 +92,6 @@ class BuiltCarry:
 # --- workspaces -------------------------------------------------------------------------------
 
 
-def list_workspaces(settings: Settings) -> list[str]:
-    """Given settings, return the root's workspaces: its top-level folders, sorted.
-
-    carryd's state folder, the ignored folder names, hidden folders and the folders of
-    root-level memory (`notes/`) are not workspaces.
-    """
-    root = settings.root_path
-    skip = {settings.index.state_dir, *settings.index.ignore_dirs, *ROOT_LEVEL_DIRS}
-    try:
-        children = list(root.iterdir())
-    except OSError as error:
-        log.warning("%s: cannot list the memory root: %s", root, error.strerror or error)
-        return []
-    names = [
-        child.name
-        for child in children
-        if child.name not in skip and not child.name.startswith(".") and child.is_dir()
-    ]
-    return sorted(names)
-
-
 def budgets_from_settings(settings: Settings, *, max_chars: int | None = None) -> CarryBudgets:
     """Given settings (and an optional smaller total), return the carry's budgets."""
     carry = settings.carry
@@ -132,80 +111,37 @@ def budgets_from_settings(settings: Settings, *, max_chars: int | None = None) -
 # --- building ---------------------------------------------------------------------------------
 
 
-class _RecallSource:
-    """The recaller for a run over one or more workspaces: given, or opened once on first use.
-
-    Opening it can fail (no index, a corrupt one); the failure is remembered, so every
-    workspace of the run falls back for the same reason instead of retrying.
-    """
-
-    def __init__(self, settings: Settings, store: Store | None, recaller: Recaller | None) -> None:
-        self._settings = settings
-        self._store = store
-        self._recaller = recaller
-        self._opened: Store | None = None
-        self._failure: Exception | None = None
-
-    def get(self) -> Recaller:
-        if self._failure is not None:
-            raise self._failure
-        if self._recaller is None:
-            try:
-                from carryd.daemon.indexing import load_embedder_for
-                from carryd.daemon.recalling import Recaller
-
-                store = self._store if self._store is not None else self._open_store()
-                embedder, degraded = load_embedder_for(self._settings)
-                self._recaller = Recaller(self._settings, store, embedder, degraded)
-            except Exception as error:  # noqa: BLE001 — remembered, re-raised into _build's boundary
-                self._failure = error
-                raise
-        return self._recaller
-
-    def _open_store(self) -> Store:
-        from carryd.daemon.indexing import open_store
-
-        db_path = self._settings.db_path
-        if not db_path.exists():
-            # Recall without an index would silently find nothing; say so instead.
-            raise IndexCorrupt(
-                f"{db_path}: no index: run `carryd index` (or the daemon) to build it"
-            )
-        store = open_store(self._settings)
-        self._opened = store
-        if store.recovered:
-            raise IndexCorrupt(f"{db_path}: index was unusable: {store.recovered}")
-        return store
-
-    def close(self) -> None:
-        if self._opened is not None:
-            self._opened.close()
-            self._opened = None
-
-
 def build_workspace_carry(
     settings: Settings,
     workspace: str,
     *,
     max_chars: int | None = None,
     store: Store | None = None,
-    recaller: Recaller | None = None,
+    recaller: RecallAccess | None = None,
 ) -> BuiltCarry:
     """Given a workspace, return its carry (planned, or the flat fallback) without writing it.
 
     With `max_chars` the carry is planned under that smaller total budget and
     PromptBudgetError propagates when its required segments alone do not fit.
     """
-    _check_workspace(settings, workspace)
-    source = _RecallSource(settings, store, recaller)
+    check_workspace(settings, workspace)
+    source = recaller if recaller is not None else _local_recall(settings, store)
     try:
         return _build(settings, workspace, source, max_chars=max_chars)
     finally:
-        source.close()
+        if source is not recaller:
+            source.close()
+
+
+def _local_recall(settings: Settings, store: Store | None) -> RecallAccess:
+    """Given settings (and the caller's store), return the recall a carry run opens itself:
+    the model loaded up front, and no index is a failure (recall would silently find
+    nothing), remembered so every workspace of the run falls back for the same reason."""
+    return LocalRecall(settings, store=store, lazy_model=False, missing_index="fail")
 
 
 def _build(
-    settings: Settings, workspace: str, source: _RecallSource, *, max_chars: int | None
+    settings: Settings, workspace: str, source: RecallAccess, *, max_chars: int | None
 ) -> BuiltCarry:
     budgets = budgets_from_settings(settings, max_chars=max_chars)
     paths = _relative_paths(settings, workspace)
@@ -227,14 +163,6 @@ def _build(
         return _flat(settings, workspace, budgets, paths, reason, strict=max_chars is not None)
 
 
-def _check_workspace(settings: Settings, workspace: str) -> None:
-    """Given a workspace name, raise UsageError unless it is a top-level folder of the root."""
-    if not workspace or "/" in workspace or "\\" in workspace or workspace in (".", ".."):
-        raise UsageError(f"{workspace!r} is not a workspace name (a top-level folder of the root)")
-    if not (settings.root_path / workspace).is_dir():
-        raise UsageError(f"{settings.root_path / workspace}: no such workspace folder")
-
-
 def _relative_paths(settings: Settings, workspace: str) -> dict[str, str]:
     carry = settings.carry
     return {
@@ -247,7 +175,7 @@ def _relative_paths(settings: Settings, workspace: str) -> dict[str, str]:
 def _planned(
     settings: Settings,
     workspace: str,
-    source: _RecallSource,
+    source: RecallAccess,
     budgets: CarryBudgets,
     paths: Mapping[str, str],
 ) -> BuiltCarry:
@@ -271,11 +199,9 @@ def _planned(
     degraded: str | None = None
     if query:
         limit = max(settings.recall.limit, 4 * settings.carry.memory_top_k)
-        answer = source.get().recall(query, workspace=workspace, limit=limit, min_confidence=0)
-        hits = tuple(answer.get("hits") or ())
-        degraded = answer.get("degraded")
-        slots = _slots_of(root, hits, source.get())
-        inputs = dataclasses.replace(inputs, recall_hits=hits, slots=slots)
+        answer = source.answer(query, workspace=workspace, limit=limit, min_confidence=0)
+        degraded = answer.degraded
+        inputs = dataclasses.replace(inputs, recall_hits=answer.hits)
     plan = build_carry(inputs, budgets)
     text = plan.text
     if redact(text) != text:  # I3, belt and braces: a secret formed across segment borders
@@ -361,47 +287,6 @@ def _minimal(settings: Settings, workspace: str, paths: Mapping[str, str]) -> st
     return f"{settings.carry.discipline}\n\n{FLAT_NOTE}\n\n{closing}\n"
 
 
-def _slots_of(root: Path, hits: Sequence[Mapping[str, Any]], recaller: Any) -> dict[str, str]:
-    """Given recall hits and the recaller that found them, return the explicit slot of each
-    hit entry that has one.
-
-    A local `Recaller` answers from the index rows its hits came from: the rows were parsed
-    from the files by the sync that made that generation, and the daemon rewrites the carries
-    after every sync, so a slot edited in a file reaches the carry with that file's own sync
-    (re-parsing every recalled file here cost ~0.2 s per carry at 10,000 entries). Any other
-    recaller (the hook's, recalling through the daemon's socket, with no local store) and a
-    hit the local index does not hold any more are read from the Markdown files, which are
-    canonical; a file that cannot be read gives its hits no slot.
-    """
-    from carryd.daemon.recalling import Recaller
-
-    ids = sorted({str(hit.get("id")) for hit in hits})
-    slots: dict[str, str] = {}
-    unseen = set(ids)
-    if isinstance(recaller, Recaller):
-        indexed = recaller.slots(ids)
-        slots = {entry_id: slot for entry_id, slot in indexed.items() if slot}
-        unseen -= indexed.keys()
-    wanted: dict[str, set[str]] = {}
-    for hit in hits:
-        if str(hit.get("id")) in unseen:
-            wanted.setdefault(str(hit.get("path")), set()).add(str(hit.get("id")))
-    if not wanted:
-        return slots
-    from carryd.index.entries import parse_entries
-
-    for relative in sorted(wanted):
-        try:
-            text = (root / relative).read_bytes().decode("utf-8-sig")
-        except (OSError, UnicodeDecodeError) as error:
-            log.info("%s: no slots read for recalled entries: %s", root / relative, error)
-            continue
-        for entry in parse_entries(relative, text):
-            if entry.id in wanted[relative] and entry.slot:
-                slots[entry.id] = entry.slot
-    return slots
-
-
 def _source_file(relative: str, data: bytes, stat: os.stat_result) -> SourceFile:
     return SourceFile(relative, hashlib.sha256(data).hexdigest(), len(data), stat.st_mtime)
 
@@ -451,13 +336,13 @@ def write_carry(
     workspace: str,
     *,
     store: Store | None = None,
-    recaller: Recaller | None = None,
+    recaller: RecallAccess | None = None,
 ) -> CarryResult:
     """Given a workspace, (re)write its carry and manifest; return what happened.
 
     Raises UsageError when `workspace` is not a folder of the root.
     """
-    _check_workspace(settings, workspace)
+    check_workspace(settings, workspace)
     return write_carries(settings, [workspace], store=store, recaller=recaller)[0]
 
 
@@ -466,7 +351,7 @@ def write_carries(
     workspaces: Iterable[str] | None = None,
     *,
     store: Store | None = None,
-    recaller: Recaller | None = None,
+    recaller: RecallAccess | None = None,
 ) -> list[CarryResult]:
     """Given workspaces (None: all of them), (re)write their carries; return one result each.
 
@@ -478,20 +363,21 @@ def write_carries(
     present = []
     for workspace in names:
         try:
-            _check_workspace(settings, workspace)
+            check_workspace(settings, workspace)
         except UsageError as error:
             log.warning("carry skipped: %s", error)
             continue
         present.append(workspace)
     names = present
-    source = _RecallSource(settings, store, recaller)
+    source = recaller if recaller is not None else _local_recall(settings, store)
     results: list[CarryResult] = []
     try:
         for workspace in names:
             built = _build(settings, workspace, source, max_chars=None)
             results.append(_write(settings, built))
     finally:
-        source.close()
+        if source is not recaller:
+            source.close()
     return results
 
 
@@ -565,7 +451,7 @@ def manifest_of(settings: Settings, built: BuiltCarry, *, sha256: str, size: int
         "fallback": built.fallback,
         "reason": built.reason,
         "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "carryd_version": _version(),
+        "carryd_version": carryd_version(),
         "budgets": {
             "total_chars": budgets.total_chars,
             "ledger_chars": budgets.ledger_chars,
@@ -603,74 +489,7 @@ def _manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
     return (json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode()
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("carryd")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 # --- the command ------------------------------------------------------------------------------
-
-
-def cmd_carry(args: argparse.Namespace, settings: Settings) -> int:
-    """`carryd carry [--workspace W] [--print] [--max-chars N]`."""
-    workspace: str | None = getattr(args, "workspace", None)
-    max_chars: int | None = getattr(args, "max_chars", None)
-    if max_chars is not None and max_chars < 0:
-        raise UsageError(f"--max-chars must not be negative, got {max_chars}")
-    existing = list_workspaces(settings)
-    if workspace is not None and workspace not in existing:
-        known = ", ".join(existing) or "none"
-        raise UsageError(
-            f"no workspace {workspace!r} in {settings.root_path} (workspaces: {known})"
-        )
-    if getattr(args, "print_", False):
-        if workspace is None:
-            if len(existing) != 1:
-                known = ", ".join(existing) or "none"
-                raise UsageError(
-                    f"--print needs --workspace W when the root has {len(existing)} "
-                    f"workspaces (workspaces: {known})"
-                )
-            workspace = existing[0]
-        built = build_workspace_carry(settings, workspace, max_chars=max_chars)
-        if built.fallback:
-            print(f"carryd: {workspace}: flat fallback: {built.reason}", file=sys.stderr)
-        _print_text(built.text)
-        return 0
-    if max_chars is not None:
-        raise UsageError("--max-chars plans a carry to print: use it with --print")
-    try:
-        results = write_carries(settings, None if workspace is None else [workspace])
-    except OSError as error:
-        print(f"carryd: cannot write carries in {settings.carry_dir}: {error}", file=sys.stderr)
-        return 1
-    if not results:
-        print(f"no workspaces in {settings.root_path}")
-    for result in results:
-        print(_summary(result))
-    return 0
-
-
-def _summary(result: CarryResult) -> str:
-    state = "written" if result.changed else "unchanged"
-    line = f"{result.workspace}: {state}, {result.bytes} bytes → {result.path}"
-    if result.fallback:
-        line += f" (flat fallback: {result.reason})"
-    return line
-
-
-def _print_text(text: str) -> None:
-    buffer = getattr(sys.stdout, "buffer", None)
-    if buffer is not None:
-        sys.stdout.flush()
-        buffer.write(text.encode("utf-8"))
-        buffer.flush()
-    else:
-        sys.stdout.write(text)
 
 
 def carry_paths(settings: Settings, workspace: str) -> tuple[Path, Path]:

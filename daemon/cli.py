@@ -13,22 +13,25 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from carryd.index.errors import CarrydError, ConfigError, UsageError
+from carryd.daemon.errors import ConfigError, UsageError
+from carryd.daemon.hosts import HOSTS, event_names
+from carryd.daemon.version import carryd_version
+from carryd.index.errors import CarrydError
 
 log = logging.getLogger(__name__)
 
 # command → (module, function); every function takes (args, settings) and returns an exit code.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "index": ("carryd.daemon.indexing", "cmd_index"),
-    "verify": ("carryd.daemon.indexing", "cmd_verify"),
-    "recall": ("carryd.daemon.recalling", "cmd_recall"),
-    "expand": ("carryd.daemon.recalling", "cmd_expand"),
-    "carry": ("carryd.daemon.carrying", "cmd_carry"),
+    "index": ("carryd.daemon.commands", "cmd_index"),
+    "verify": ("carryd.daemon.commands", "cmd_verify"),
+    "recall": ("carryd.daemon.commands", "cmd_recall"),
+    "expand": ("carryd.daemon.commands", "cmd_expand"),
+    "carry": ("carryd.daemon.commands", "cmd_carry"),
     "run": ("carryd.daemon.run", "cmd_run"),
-    "status": ("carryd.daemon.status", "cmd_status"),
+    "status": ("carryd.daemon.commands", "cmd_status"),
     "service": ("carryd.daemon.service", "cmd_service"),
-    "plan": ("carryd.daemon.archive", "cmd_plan"),
-    "hook": ("carryd.daemon.hooks", "cmd_hook"),
+    "plan": ("carryd.daemon.commands", "cmd_plan"),
+    "hook": ("carryd.daemon.hosts", "cmd_hook"),
 }
 
 
@@ -53,9 +56,19 @@ def build_parser() -> argparse.ArgumentParser:
             "whose memory is Markdown."
         ),
     )
-    parser.add_argument("--version", action="version", version=f"carryd {_version()}")
+    parser.add_argument("--version", action="version", version=f"carryd {carryd_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_memory_commands(sub, common, as_json)
+    _add_daemon_commands(sub, common, as_json)
+    return parser
 
+
+def _add_memory_commands(
+    sub: argparse._SubParsersAction,  # type: ignore[type-arg]
+    common: argparse.ArgumentParser,
+    as_json: argparse.ArgumentParser,
+) -> None:
+    """`carryd index|verify|recall|expand|carry`: the index, what it answers, the carries."""
     sub.add_parser(
         "index",
         parents=[common, as_json],
@@ -109,6 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-chars", type=int, help="plan under this smaller total budget (with --print)"
     )
 
+
+def _add_daemon_commands(
+    sub: argparse._SubParsersAction,  # type: ignore[type-arg]
+    common: argparse.ArgumentParser,
+    as_json: argparse.ArgumentParser,
+) -> None:
+    """`carryd run|status|service|plan|hook`: the daemon, its health, upkeep and hosts."""
     sub.add_parser(
         "run",
         parents=[common],
@@ -152,13 +172,12 @@ def build_parser() -> argparse.ArgumentParser:
     hook = sub.add_parser(
         "hook",
         parents=[common],
-        help="host integrations (Claude Code SessionStart and statusLine)",
+        help="host integrations (Claude Code, Codex: SessionStart, statusLine)",
         description="Answer a host hook on stdin/stdout. Never fails the host: any problem "
         "gives a small valid answer and exit 0.",
     )
-    hook.add_argument("host", choices=["claude-code"])
-    hook.add_argument("event", choices=["session-start", "statusline"])
-    return parser
+    hook.add_argument("host", choices=list(HOSTS))
+    hook.add_argument("event", choices=event_names())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -199,15 +218,6 @@ def _setup_logging(args: argparse.Namespace) -> None:
     logging.basicConfig(
         level=level, stream=sys.stderr, format="carryd %(levelname)s %(name)s: %(message)s"
     )
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("carryd")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 """Given a TOML config file (or none), return one frozen, typed `Settings`.
 
-Every problem names its key path ("At 'recall.min_confidence': …") and raises `ConfigError`,
-which the CLI turns into exit code 2. `config.example.toml` must parse to exactly the defaults
-(a test checks it).
+Every problem in the file is reported at once, each with its key path ("at
+'recall.min_confidence': …"), in one `ConfigError`, which the CLI turns into exit code 2.
+`config.example.toml` must parse to exactly the defaults (a test checks it).
 
 Where things come from:
-- the config file: `--config`, else `CARRYD_CONFIG`, else `<platformdirs user_config_dir>/config.toml`
-  (a missing default file is fine; a missing explicit one is an error);
+- the config file: `--config`, else `CARRYD_CONFIG`, else
+  `<platformdirs user_config_dir>/config.toml` (a missing default file is fine; a missing
+  explicit one is an error);
 - the root: `--root`, else `CARRYD_ROOT`, else the config's `root`;
 - a local model folder: the config's `model.model_path`, else `CARRYD_MODEL_PATH`.
 """
@@ -23,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from carryd.index.errors import ConfigError
+from carryd.carry.budgets import CarryBudgets
+from carryd.daemon.errors import ConfigError
 
 CONFIG_ENV = "CARRYD_CONFIG"
 ROOT_ENV = "CARRYD_ROOT"
@@ -85,20 +87,23 @@ DEFAULT_DISCIPLINE = (
 )
 
 
+_BUDGETS = CarryBudgets()  # the carry's own defaults, defined once in carry/budgets.py
+
+
 @dataclass(frozen=True)
 class CarrySettings:
-    total_chars: int = 18_000
-    plan_chars: int = 3_000
-    ledger_chars: int = 8_000
+    total_chars: int = _BUDGETS.total_chars
+    plan_chars: int = _BUDGETS.plan_chars
+    ledger_chars: int = _BUDGETS.ledger_chars
     discipline: str = DEFAULT_DISCIPLINE
     plan_file: str = "PLAN.md"
     ledger_file: str = "handoff/LEDGER.md"
     sidecar_file: str = "handoff/sidecar.json"
     archive_dir: str = "handoff/archive"
-    memory_top_k: int = 5
-    memory_max_chars: int = 3_000
-    memory_max_tokens: int = 800
-    memory_min_confidence: float = 0.5
+    memory_top_k: int = _BUDGETS.memory.top_k
+    memory_max_chars: int = _BUDGETS.memory.max_chars
+    memory_max_tokens: int = _BUDGETS.memory.max_tokens
+    memory_min_confidence: float = _BUDGETS.memory.min_score
     sections: LedgerSections = field(default_factory=LedgerSections)
 
 
@@ -131,6 +136,9 @@ class Settings:
     workspaces: Mapping[str, str] = field(default_factory=lambda: types.MappingProxyType({}))
     # Where the settings came from, for messages and `carryd status`.
     config_file: str = ""
+    # The [model] keys the config file names, recorded at parse time: a key the user wrote
+    # counts as chosen even when it equals the default (see `carryd.daemon.model`).
+    model_keys_written: frozenset[str] = field(default=frozenset(), compare=False)
 
     @property
     def root_path(self) -> Path:
@@ -201,7 +209,12 @@ def load_settings(
     elif explicit:
         raise ConfigError(f"{path}: config file not found (from --config or {CONFIG_ENV})")
     settings = parse_settings(data, source=str(path))
-    settings = dataclasses.replace(settings, config_file=str(path) if path.is_file() else "")
+    model_table = data.get("model")
+    settings = dataclasses.replace(
+        settings,
+        config_file=str(path) if path.is_file() else "",
+        model_keys_written=frozenset(model_table) if isinstance(model_table, dict) else frozenset(),
+    )
     chosen_root = root or env.get(ROOT_ENV) or settings.root
     if chosen_root:
         settings = dataclasses.replace(settings, root=str(Path(chosen_root).expanduser()))
@@ -211,36 +224,54 @@ def load_settings(
     return settings
 
 
+# Settings fields that describe where the settings came from; never keys of the file.
+_NOT_KEYS = frozenset({"config_file", "model_keys_written"})
+
+
 def parse_settings(data: Mapping[str, Any], *, source: str = "config") -> Settings:
-    """Given parsed TOML, return `Settings`; an unknown key or a wrong type raises ConfigError."""
-    return _build(Settings, data, prefix="", source=source)
+    """Given parsed TOML, return `Settings`; raise one ConfigError naming every unknown key
+    and wrong value in it (key path and reason each), as borgmatic's validation does."""
+    problems: list[str] = []
+    settings = _build(Settings, data, prefix="", problems=problems)
+    if problems:
+        if len(problems) == 1:
+            raise ConfigError(f"{source}: {problems[0]}")
+        listed = "\n".join(f"  {problem}" for problem in problems)
+        raise ConfigError(f"{source}: {len(problems)} problems:\n{listed}")
+    return typing.cast(Settings, settings)
 
 
-def _build(cls: type[Any], data: Mapping[str, Any], *, prefix: str, source: str) -> Any:
+def _build(cls: type[Any], data: object, *, prefix: str, problems: list[str]) -> Any:
+    """Given a dataclass and its table, return the instance built from the values that are
+    right (defaults for the rest), appending a problem for each that is not."""
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{source}: at '{prefix.rstrip('.') or '<top>'}': expected a table")
+        problems.append(f"at '{prefix.rstrip('.') or '<top>'}': expected a table")
+        return cls()
     hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls) if f.name != "config_file"}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        key = prefix + unknown[0]
-        raise ConfigError(
-            f"{source}: at '{key}': unknown key (known here: {', '.join(sorted(known))})"
+    known = {f.name for f in dataclasses.fields(cls)} - _NOT_KEYS
+    for name in sorted(set(data) - known):
+        problems.append(
+            f"at '{prefix + name}': unknown key (known here: {', '.join(sorted(known))})"
         )
     values: dict[str, Any] = {}
-    for name in known & set(data):
-        values[name] = _coerce(hints[name], data[name], key=prefix + name, source=source)
+    for name in sorted(known & set(data)):
+        try:
+            values[name] = _coerce(hints[name], data[name], key=prefix + name, problems=problems)
+        except _Wrong as wrong:
+            problems.append(f"at '{prefix + name}': {wrong}")
     return cls(**values)
 
 
-def _coerce(hint: Any, value: Any, *, key: str, source: str) -> Any:
-    def wrong(expected: str) -> ConfigError:
-        return ConfigError(
-            f"{source}: at '{key}': expected {expected}, got {type(value).__name__} {value!r}"
-        )
+class _Wrong(ValueError):
+    """One value of the wrong type or range (the message says what was expected)."""
+
+
+def _coerce(hint: Any, value: Any, *, key: str, problems: list[str]) -> Any:
+    def wrong(expected: str) -> _Wrong:
+        return _Wrong(f"expected {expected}, got {type(value).__name__} {value!r}")
 
     if dataclasses.is_dataclass(hint):
-        return _build(hint, value, prefix=key + ".", source=source)
+        return _build(typing.cast(type[Any], hint), value, prefix=key + ".", problems=problems)
     origin = typing.get_origin(hint)
     if hint is bool:
         if not isinstance(value, bool):
@@ -250,13 +281,13 @@ def _coerce(hint: Any, value: Any, *, key: str, source: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int):
             raise wrong("an integer")
         if value < 0:
-            raise ConfigError(f"{source}: at '{key}': must not be negative, got {value}")
+            raise _Wrong(f"must not be negative, got {value}")
         return value
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise wrong("a number")
         if value < 0:
-            raise ConfigError(f"{source}: at '{key}': must not be negative, got {value}")
+            raise _Wrong(f"must not be negative, got {value}")
         return float(value)
     if hint is str:
         if not isinstance(value, str):
@@ -272,4 +303,4 @@ def _coerce(hint: Any, value: Any, *, key: str, source: str) -> Any:
         ):
             raise wrong("a table of strings")
         return types.MappingProxyType(dict(value))
-    raise ConfigError(f"{source}: at '{key}': unsupported setting type {hint!r}")
+    raise _Wrong(f"unsupported setting type {hint!r}")

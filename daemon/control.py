@@ -32,7 +32,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from carryd.index.errors import CarrydError, UsageError
+from carryd.daemon.errors import UsageError
+from carryd.index.errors import CarrydError
 
 log = logging.getLogger(__name__)
 

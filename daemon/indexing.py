@@ -1,5 +1,5 @@
-"""Given the settings, sync the index with the memory root (`carryd index`) or check it
-(`carryd verify`). The daemon, the scheduler and the CLI all call `sync_root`.
+"""Given the settings, sync the index with the memory root (`carryd index`). The daemon, the
+scheduler and the CLI all call `sync_root`.
 
 A sync is plan, then apply:
 
@@ -26,8 +26,8 @@ A model identity change (another model, file, dim, pooling or prefix) re-embeds 
 vectors of the old identity are dropped after a copy of the index is kept as
 `index.sqlite.old-model-<UTC>`; the report's notes and the log say so once. A new
 `TOKENIZER_VERSION` re-reads every file and recomputes every posting (nothing is re-embedded).
-`verify_root` lists every difference between index and files; `repair_root` rebuilds the files
-and vectors a verify found wrong.
+Checking the index against the files (`carryd verify`) and repairing it is
+`carryd.daemon.verifying`.
 """
 
 from __future__ import annotations
@@ -36,16 +36,18 @@ import dataclasses
 import json
 import logging
 import os
-import sys
 import time
-import tomllib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from carryd.daemon.config import ModelSettings, Settings
+from carryd.daemon.config import Settings
+
+# Re-exported for callers that predate the layout/model services (bench/).
+from carryd.daemon.layout import open_store as open_store
+from carryd.daemon.model import load_embedder_for as load_embedder_for
 from carryd.daemon.scan import (
     Problem,
     in_scope,
@@ -55,17 +57,14 @@ from carryd.daemon.scan import (
     scan_root,
 )
 from carryd.index.embed import (
-    IDENTITY_KEYS,
     Embedder,
-    FastEmbedder,
-    identity_for_default,
-    identity_for_folder,
 )
 from carryd.index.entries import Entry, parse_entries
-from carryd.index.errors import ConfigError, EmbedderUnavailable, IndexCorrupt
+from carryd.index.errors import EmbedderUnavailable, IndexCorrupt
 from carryd.index.redact import redact
 from carryd.index.store import Batch, Store
 from carryd.index.sync import (
+    EntryDiff,
     EntryRow,
     FileRecord,
     FileStat,
@@ -78,7 +77,7 @@ from carryd.index.sync import (
 from carryd.index.tokenize import TOKENIZER_VERSION, terms
 
 if TYPE_CHECKING:
-    import argparse
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -86,14 +85,14 @@ log = logging.getLogger(__name__)
 EMBED_CHUNK = 2048
 
 
-class _Load:
+class LoadModel:
     """The default of `sync_root(embedder=…)`: load the model the settings name."""
 
     def __repr__(self) -> str:
         return "<load from settings>"
 
 
-LOAD = _Load()
+LOAD = LoadModel()
 
 
 @dataclass(frozen=True)
@@ -124,140 +123,6 @@ class SyncReport:
         }
 
 
-VerifyKind = Literal[
-    "file_not_indexed",
-    "indexed_file_missing",
-    "indexed_file_unreadable",
-    "file_hash",
-    "entry_count",
-    "entry_missing",
-    "entry_extra",
-    "l0_hash",
-    "text_hash",
-    "entry_without_file",
-    "vector_missing",
-    "vector_orphaned",
-    "vector_wrong_identity",
-    "vector_wrong_dim",
-    "vector_stale",
-    "postings",
-    "tokenizer",
-]
-
-
-VECTOR_KINDS: dict[str, VerifyKind] = {
-    "orphaned": "vector_orphaned",
-    "wrong_identity": "vector_wrong_identity",
-    "wrong_dim": "vector_wrong_dim",
-    "stale": "vector_stale",
-}
-
-
-@dataclass(frozen=True)
-class Difference:
-    """One way the index and the files disagree."""
-
-    kind: VerifyKind
-    path: str | None
-    detail: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "path": self.path, "detail": self.detail}
-
-
-@dataclass(frozen=True)
-class VerifyReport:
-    ok: bool
-    problems: tuple[Difference, ...] = ()
-    skipped: tuple[Problem, ...] = ()  # files not indexable (not a disagreement)
-    notes: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "problems": [difference.to_json() for difference in self.problems],
-            "skipped": [problem.to_json() for problem in self.skipped],
-        }
-
-
-# -- opening things ------------------------------------------------------------------------
-
-
-def open_store(settings: Settings) -> Store:
-    """Given the settings, return the root's index store (created or recovered as needed)."""
-    root = settings.root_path
-    if not root.is_dir():
-        raise ConfigError(f"{root}: the memory root is not a folder; pass --root DIR or fix 'root'")
-    return Store.open(settings.db_path)
-
-
-def load_embedder_for(
-    settings: Settings, *, lazy: bool = False
-) -> tuple[Embedder | None, str | None]:
-    """Given the settings, return (embedder, None), or (None, why no model can be had).
-
-    lazy=True only resolves the model's identity (cheap checks of the folder) and loads the
-    ONNX session on first use, so a sync with nothing to embed never pays for it.
-    """
-    model = settings.model
-    configured = explicit_model_keys(settings)
-    embedder: FastEmbedder
-    try:
-        if model.model_path:
-            folder = Path(model.model_path).expanduser()
-            embedder = FastEmbedder(
-                identity_for_folder(folder, configured),
-                model_dir=folder,
-                threads=model.threads,
-                batch_size=model.batch_size,
-            )
-        else:
-            embedder = FastEmbedder(
-                identity_for_default(configured),
-                cache_dir=model_cache_dir(settings),
-                threads=model.threads,
-                batch_size=model.batch_size,
-                allow_download=model.allow_download,
-            )
-        if not lazy:
-            embedder.load()
-    except EmbedderUnavailable as error:
-        return None, str(error)
-    return embedder, None
-
-
-def model_cache_dir(settings: Settings) -> Path:
-    """Given the settings, return where a downloaded model is cached."""
-    if settings.model.cache_dir:
-        return Path(settings.model.cache_dir).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("carryd")) / "models"
-
-
-def explicit_model_keys(settings: Settings) -> dict[str, Any]:
-    """Given the settings, return the model identity keys the user chose.
-
-    `Settings` cannot tell a default from a value the user wrote, so a key counts as chosen when
-    the config file's [model] table names it, or when its value differs from the default.
-    """
-    defaults = ModelSettings()
-    written: set[str] = set()
-    if settings.config_file:
-        try:
-            with open(settings.config_file, "rb") as handle:
-                table = tomllib.load(handle).get("model", {})
-            if isinstance(table, dict):
-                written = set(table)
-        except (OSError, tomllib.TOMLDecodeError):
-            written = set()
-    return {
-        key: getattr(settings.model, key)
-        for key in IDENTITY_KEYS
-        if key in written or getattr(settings.model, key) != getattr(defaults, key)
-    }
-
-
 # -- sync ----------------------------------------------------------------------------------
 
 
@@ -265,7 +130,7 @@ def sync_root(
     settings: Settings,
     *,
     store: Store | None = None,
-    embedder: Embedder | None | _Load = LOAD,
+    embedder: Embedder | None | LoadModel = LOAD,
     paths: Iterable[str] | None = None,
 ) -> SyncReport:
     """Given the settings (and optionally an open store, an embedder or None for none, and the
@@ -275,7 +140,7 @@ def sync_root(
     active = open_store(settings) if store is None else store
     notes: list[str] = [active.recovered] if own_store and active.recovered else []
     degraded: str | None = None
-    if isinstance(embedder, _Load):
+    if isinstance(embedder, LoadModel):
         embedder, degraded = load_embedder_for(settings, lazy=True)
     elif embedder is None:
         degraded = "no embedding model was given"
@@ -296,13 +161,40 @@ def sync_root(
 
 @dataclass
 class _Work:
-    """A sync's working set, filled step by step by `_sync`."""
+    """What a sync found on disk against the files table (steps 1-2 of `_sync`)."""
 
     problems: list[Problem] = field(default_factory=list)
     file_rows: list[FileRecord] = field(default_factory=list)
     deleted_files: list[str] = field(default_factory=list)
     unchanged: int = 0
     texts: dict[str, str] = field(default_factory=dict)  # path -> text of files to parse
+
+
+@dataclass(frozen=True)
+class _EntryChanges:
+    """The parsed entries of changed files, diffed against the stored ones (step 3)."""
+
+    parsed: int  # files parsed
+    accepted: tuple[Entry, ...]
+    diff: EntryDiff
+    old_by_id: Mapping[str, EntryRow]
+
+
+@dataclass(frozen=True)
+class _SyncPlan:
+    """Everything one sync writes, decided before anything is embedded or written."""
+
+    identity_key: str
+    rows: tuple[EntryRow, ...]
+    removed: tuple[str, ...]
+    postings: tuple[tuple[str, dict[str, int]], ...]
+    stale_vectors: tuple[str, ...]
+    to_embed: tuple[tuple[str, str, str], ...]  # (id, L0 hash, L0)
+    drop_other_identities: bool
+    expects_vectors: bool  # entries were added, changed or left without vectors
+    upsert_files: tuple[FileRecord, ...]
+    delete_files: tuple[str, ...]
+    retokenized: bool  # a new tokenizer: record its version with the last batch
 
 
 def _sync(
@@ -312,17 +204,40 @@ def _sync(
     degraded: str | None,
     paths: Iterable[str] | None,
 ) -> SyncReport:
-    root = settings.root_path
-    now_ns = time.time_ns()
-    work = _Work()
-
+    """Given an open store, bring it up to date: read what changed, plan, then apply."""
     # A new tokenizer makes every posting stale, and postings need the text: re-read it all.
     lexicon_stale = store.meta("tokenizer") != str(TOKENIZER_VERSION)
     if lexicon_stale and store.counts()["entries"]:
         log.info("tokenizer version changed: recomputing every entry's postings")
         paths = None
+    work = _read_changes(settings, store, paths, lexicon_stale=lexicon_stale)
+    changes = _entry_changes(store, work, embedder, lexicon_stale=lexicon_stale)
+    notes, sync_plan = _plan_sync(store, work, changes, embedder, lexicon_stale=lexicon_stale)
+    embedded, degraded = _apply_sync(store, sync_plan, embedder, degraded)
+    totals = store.counts()
+    return SyncReport(
+        files=totals["files"],
+        entries=totals["entries"],
+        embedded=embedded,
+        removed=len(changes.diff.removed),
+        unchanged=work.unchanged,
+        degraded=degraded,
+        problems=tuple(work.problems),
+        touched_workspaces=changes.diff.touched_workspaces,
+        parsed=changes.parsed,
+        added=len(changes.diff.new),
+        notes=tuple(notes),
+    )
 
-    # 1-2. What is on disk, against the files table.
+
+def _read_changes(
+    settings: Settings, store: Store, paths: Iterable[str] | None, *, lexicon_stale: bool
+) -> _Work:
+    """Given the paths that changed (None: all), return what is on disk against the files
+    table: the texts to parse, the file records to write and the files gone."""
+    root = settings.root_path
+    now_ns = time.time_ns()
+    work = _Work()
     if paths is None:
         scan = scan_root(root, settings.index)
         indexed = store.file_records()
@@ -358,8 +273,14 @@ def _sync(
         if not same_stat or stat_trusted(fresh, FileStat(fresh.size, fresh.mtime_ns)):
             work.file_rows.append(fresh)
     work.deleted_files = sorted(path for path in indexed if path not in kept)
+    return work
 
-    # 3. Parse what changed and diff it against the stored entries.
+
+def _entry_changes(
+    store: Store, work: _Work, embedder: Embedder | None, *, lexicon_stale: bool
+) -> _EntryChanges:
+    """Given the texts to parse, return their entries diffed against the stored ones (a
+    duplicate id is a problem appended to `work`)."""
     parsed = {path: parse_entries(path, text) for path, text in work.texts.items()}
     reparsed = set(parsed) | set(work.deleted_files)
     old_rows = store.rows_for_paths(sorted(reparsed)) if reparsed else []
@@ -379,9 +300,27 @@ def _sync(
         store.vector_hashes(identity_key, [entry.id for entry in accepted]) if embedder else {}
     )
     diff = diff_entries(old_rows, accepted, vector_hashes, retokenize_all=lexicon_stale)
-    old_by_id = {row.id: row for row in old_rows}
+    return _EntryChanges(
+        parsed=len(parsed),
+        accepted=tuple(accepted),
+        diff=diff,
+        old_by_id={row.id: row for row in old_rows},
+    )
 
-    # 4. A model identity change, or entries left without vectors by a degraded run.
+
+def _plan_sync(
+    store: Store,
+    work: _Work,
+    changes: _EntryChanges,
+    embedder: Embedder | None,
+    *,
+    lexicon_stale: bool,
+) -> tuple[list[str], _SyncPlan]:
+    """Given what changed, return notes for the user and the plan: rows and postings of new
+    and changed entries, vectors to drop and to embed (a model identity change, or entries
+    left without vectors by a degraded run, included)."""
+    diff, old_by_id = changes.diff, changes.old_by_id
+    identity_key = embedder.identity.key() if embedder is not None else ""
     notes: list[str] = []
     drop_other = False
     catch_up: list[EntryRow] = []
@@ -390,10 +329,8 @@ def _sync(
         if others:
             notes.append(_identity_change(store, embedder, others))
             drop_other = True
-        handled = {entry.id for entry in accepted} | set(diff.removed)
+        handled = {entry.id for entry in changes.accepted} | set(diff.removed)
         catch_up = [row for row in store.missing_vectors(identity_key) if row.id not in handled]
-
-    # 5. Rows and postings of new and changed entries.
     doc_lengths: dict[str, int] = {}
     postings: list[tuple[str, dict[str, int]]] = []
     for entry in diff.retokenize:
@@ -411,12 +348,32 @@ def _sync(
     stale = tuple(
         entry.id for entry in diff.changed if old_by_id[entry.id].l0_hash != entry.l0_hash
     )
+    to_embed = [(e.id, e.l0_hash, e.l0) for e in diff.to_embed]
+    to_embed += [(row.id, row.l0_hash, row.l0) for row in catch_up]
+    return notes, _SyncPlan(
+        identity_key=identity_key,
+        rows=rows,
+        removed=tuple(diff.removed),
+        postings=tuple(postings),
+        stale_vectors=stale,
+        to_embed=tuple(to_embed),
+        drop_other_identities=drop_other,
+        expects_vectors=bool(diff.new or diff.changed or catch_up),
+        upsert_files=tuple(work.file_rows),
+        delete_files=tuple(work.deleted_files),
+        retokenized=lexicon_stale,
+    )
 
-    # 6. Embed in chunks; one transaction per chunk, file rows last.
-    pending: list[tuple[str, str, str]] = [(e.id, e.l0_hash, e.l0) for e in diff.to_embed]
-    pending += [(row.id, row.l0_hash, row.l0) for row in catch_up]
+
+def _apply_sync(
+    store: Store, sync_plan: _SyncPlan, embedder: Embedder | None, degraded: str | None
+) -> tuple[int, str | None]:
+    """Given the plan, embed in chunks and write one transaction per chunk, entries first and
+    file rows last; return how many L0s were embedded and why embedding stopped (if it did)."""
+    pending = sync_plan.to_embed
     chunks = [pending[start : start + EMBED_CHUNK] for start in range(0, len(pending), EMBED_CHUNK)]
-    chunks = chunks or [[]]
+    chunks = chunks or [()]
+    identity_key = sync_plan.identity_key
     embedded = 0
     for number, chunk in enumerate(chunks):
         vectors: tuple[tuple[str, str, bytes], ...] = ()
@@ -437,41 +394,27 @@ def _sync(
         if last:
             if embedder is not None and degraded is None:
                 complete = identity_key
-            elif diff.new or diff.changed or catch_up:
+            elif sync_plan.expects_vectors:
                 complete = ""
             if complete == store.meta("vectors_complete"):
                 complete = None
         batch = Batch(
-            upsert_entries=rows if first else (),
-            delete_entries=diff.removed if first else (),
-            postings=tuple(postings) if first else (),
+            upsert_entries=sync_plan.rows if first else (),
+            delete_entries=sync_plan.removed if first else (),
+            postings=sync_plan.postings if first else (),
             identity=identity_key,
             vectors=vectors,
-            drop_vectors=stale if first else (),
-            drop_other_identities=drop_other and first,
-            upsert_files=tuple(work.file_rows) if last else (),
-            delete_files=tuple(work.deleted_files) if last else (),
+            drop_vectors=sync_plan.stale_vectors if first else (),
+            drop_other_identities=sync_plan.drop_other_identities and first,
+            upsert_files=sync_plan.upsert_files if last else (),
+            delete_files=sync_plan.delete_files if last else (),
             vectors_complete=complete,
-            meta=(("tokenizer", str(TOKENIZER_VERSION)),) if last and lexicon_stale else (),
+            meta=(("tokenizer", str(TOKENIZER_VERSION)),) if last and sync_plan.retokenized else (),
         )
         # Nothing to write, no commit: the generation stays, so warm readers keep their caches.
         if batch != Batch(identity=identity_key):
             store.apply(batch)
-
-    totals = store.counts()
-    return SyncReport(
-        files=totals["files"],
-        entries=totals["entries"],
-        embedded=embedded,
-        removed=len(diff.removed),
-        unchanged=work.unchanged,
-        degraded=degraded,
-        problems=tuple(work.problems),
-        touched_workspaces=diff.touched_workspaces,
-        parsed=len(parsed),
-        added=len(diff.new),
-        notes=tuple(notes),
-    )
+    return embedded, degraded
 
 
 def _identity_change(store: Store, embedder: Embedder, others: dict[str, int]) -> str:
@@ -517,191 +460,3 @@ def _relative_paths(root: Path, paths: Iterable[str]) -> list[str]:
                 continue  # outside the root
         out.append(Path(text).as_posix().strip("/"))
     return out
-
-
-# -- verify --------------------------------------------------------------------------------
-
-
-def verify_root(settings: Settings, *, store: Store | None = None) -> VerifyReport:
-    """Given the settings, compare the index with the files and return every difference."""
-    own_store = store is None
-    active = open_store(settings) if store is None else store
-    try:
-        return _verify(settings, active)
-    finally:
-        if own_store:
-            active.close()
-
-
-def repair_root(
-    settings: Settings,
-    report: VerifyReport,
-    *,
-    store: Store | None = None,
-    embedder: Embedder | None | _Load = LOAD,
-) -> SyncReport:
-    """Given a verify report, rebuild what it found wrong and return the sync that did it.
-
-    Every file with a difference is dropped from the index (its entries, postings and vectors)
-    and synced afresh; vectors without an entry or of another identity go; entries without a
-    vector are embedded. The rest of the index is left as it is.
-    """
-    own_store = store is None
-    active = open_store(settings) if store is None else store
-    try:
-        paths = sorted({difference.path for difference in report.problems if difference.path})
-        rows = active.rows_for_paths(paths)
-        orphaned = [
-            difference.detail.split(":", 1)[0]
-            for difference in report.problems
-            if difference.kind == "vector_orphaned"
-        ]
-        active.apply(
-            Batch(
-                delete_entries=tuple(row.id for row in rows) + tuple(orphaned),
-                delete_files=tuple(paths),
-                vectors_complete="",  # makes the sync look for entries without vectors
-            )
-        )
-        return sync_root(settings, store=active, embedder=embedder, paths=paths)
-    finally:
-        if own_store:
-            active.close()
-
-
-def _verify(settings: Settings, store: Store) -> VerifyReport:
-    root = settings.root_path
-    differences: list[Difference] = []
-    notes: list[str] = [store.recovered] if store.recovered else []
-    scan = scan_root(root, settings.index)
-    skipped = list(scan.problems)
-    records = store.file_records()
-    rows_by_path: dict[str, list[EntryRow]] = {}
-    for row in store.entries():
-        rows_by_path.setdefault(row.path, []).append(row)
-
-    for path in sorted(set(scan.files) - set(records)):
-        differences.append(Difference("file_not_indexed", path, "file is not in the index"))
-    for path in sorted(set(records) - set(scan.files)):
-        differences.append(Difference("indexed_file_missing", path, "indexed file is gone"))
-    for path in sorted(set(rows_by_path) - set(records)):
-        differences.append(
-            Difference("entry_without_file", path, f"{len(rows_by_path[path])} entries")
-        )
-    for path in sorted(set(records) & set(scan.files)):
-        content = read_markdown(root, path, settings.index.max_file_bytes)
-        if content is None or isinstance(content, Problem):
-            reason = content.reason if isinstance(content, Problem) else "gone"
-            differences.append(Difference("indexed_file_unreadable", path, reason))
-            continue
-        if content.sha256 != records[path].sha256:
-            differences.append(Difference("file_hash", path, "file content differs from index"))
-        differences.extend(
-            _entry_differences(path, parse_entries(path, content.text), rows_by_path.get(path, []))
-        )
-
-    embedder, degraded = load_embedder_for(settings, lazy=True)
-    if embedder is None:
-        notes.append(f"vectors not checked against a model: {degraded}")
-        identity_key, dim = None, None
-    else:
-        identity_key, dim = embedder.identity.key(), embedder.identity.dim
-        for row in store.missing_vectors(identity_key):
-            differences.append(
-                Difference("vector_missing", row.path, f"{row.id}: no vector for its L0")
-            )
-    for issue in store.vector_issues(identity_key, dim):
-        kind = VECTOR_KINDS[issue.kind]
-        differences.append(Difference(kind, issue.path, f"{issue.entry_id}: {issue.detail}"))
-    built_with = store.meta("tokenizer")
-    if records and built_with != str(TOKENIZER_VERSION):
-        differences.append(
-            Difference(
-                "tokenizer",
-                None,
-                f"postings built by tokenizer version {built_with}, not {TOKENIZER_VERSION}",
-            )
-        )
-    postings = store.postings_lengths()
-    for rows in rows_by_path.values():
-        for row in rows:
-            if postings.get(row.id, 0) != row.doc_len:
-                differences.append(
-                    Difference(
-                        "postings",
-                        row.path,
-                        f"{row.id}: postings hold {postings.get(row.id, 0)} terms, "
-                        f"doc_len says {row.doc_len}",
-                    )
-                )
-    return VerifyReport(
-        ok=not differences, problems=tuple(differences), skipped=tuple(skipped), notes=tuple(notes)
-    )
-
-
-def _entry_differences(
-    path: str, entries: Sequence[Entry], rows: Sequence[EntryRow]
-) -> list[Difference]:
-    differences: list[Difference] = []
-    if len(entries) != len(rows):
-        differences.append(
-            Difference(
-                "entry_count", path, f"{len(rows)} entries indexed, {len(entries)} in the file"
-            )
-        )
-    fresh = {entry.id: entry for entry in entries}
-    stored = {row.id: row for row in rows}
-    for entry_id in sorted(set(fresh) - set(stored)):
-        differences.append(Difference("entry_missing", path, f"{entry_id} is not indexed"))
-    for entry_id in sorted(set(stored) - set(fresh)):
-        differences.append(Difference("entry_extra", path, f"{entry_id} is no longer in the file"))
-    for entry_id in sorted(set(fresh) & set(stored)):
-        if fresh[entry_id].l0_hash != stored[entry_id].l0_hash:
-            differences.append(Difference("l0_hash", path, f"{entry_id}: L0 differs"))
-        if fresh[entry_id].text_hash != stored[entry_id].text_hash:
-            differences.append(Difference("text_hash", path, f"{entry_id}: text differs"))
-    return differences
-
-
-# -- commands ------------------------------------------------------------------------------
-
-
-def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
-    """`carryd index [--json]`: sync once; exit 0 (also when degraded or files were skipped)."""
-    report = sync_root(settings)
-    for note in report.notes:
-        print(f"carryd: {note}", file=sys.stderr)
-    for problem in report.problems:
-        print(f"carryd: skipped {problem.path}: {problem.reason}", file=sys.stderr)
-    if getattr(args, "json", False):
-        print(json.dumps(report.to_json(), ensure_ascii=False))
-        return 0
-    print(
-        f"indexed {report.files} files, {report.entries} entries: embedded {report.embedded}, "
-        f"removed {report.removed}, {report.unchanged} files unchanged "
-        f"({report.seconds:.1f} s)"
-    )
-    if report.problems:
-        print(f"skipped {len(report.problems)} files (see above)")
-    if report.degraded:
-        print(f"degraded: no vectors (lexical recall only): {report.degraded}")
-    return 0
-
-
-def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
-    """`carryd verify [--json]`: exit 0 when index and files agree, 1 otherwise."""
-    report = verify_root(settings)
-    for note in report.notes:
-        print(f"carryd: {note}", file=sys.stderr)
-    if getattr(args, "json", False):
-        print(json.dumps(report.to_json(), ensure_ascii=False))
-    elif report.ok:
-        print("index and files agree")
-    else:
-        for difference in report.problems:
-            print(f"{difference.kind}: {difference.path or '-'}: {difference.detail}")
-        print(
-            f"{len(report.problems)} differences: `carryd index` picks up changed files; "
-            f"damage inside the index goes when {settings.db_path} is deleted and rebuilt"
-        )
-    return 0 if report.ok else 1

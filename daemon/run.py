@@ -30,21 +30,35 @@ import signal
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import FrameType
+from typing import Any
 
-from carryd.index.errors import ConfigError, DaemonRunning, UsageError
+from carryd.daemon.config import Settings, load_settings
+from carryd.daemon.control import ControlServer, socket_answers
+from carryd.daemon.errors import ConfigError, DaemonRunning, UsageError
+from carryd.daemon.layout import open_store
+from carryd.daemon.model import load_embedder_for, model_identity_text
+from carryd.daemon.notify import sd_notify
+from carryd.daemon.recall_access import ThreadRecall
+from carryd.daemon.recalling import Recaller
+from carryd.daemon.scheduler import Scheduler
+from carryd.daemon.state import DaemonState
+from carryd.daemon.watcher import Watcher
+from carryd.daemon.worker import Indexer, Worker, release_memory
+from carryd.index.embed import Embedder
+from carryd.index.store import Store
 
-if TYPE_CHECKING:
-    from carryd.daemon.config import Settings
-    from carryd.daemon.status import DaemonState
-    from carryd.daemon.worker import Indexer
+# What `signal.signal` returns and takes back: a handler, a SIG_* constant or None.
+SignalHandler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 log = logging.getLogger(__name__)
 
 LOCK_FILE = "daemon.lock"
 # Settings a running daemon cannot switch to: they are kept until a restart.
-RESTART_ONLY = ("root", "index.state_dir", "model")
+# `model_keys_written` (which [model] keys the file names) is part of the model identity.
+RESTART_ONLY = ("root", "index.state_dir", "model", "model_keys_written")
 
 
 # --- the lock ----------------------------------------------------------------------------
@@ -95,7 +109,7 @@ class DaemonLock:
 # --- settings reload (pure) --------------------------------------------------------------
 
 
-def changed_keys(old: Any, new: Any, prefix: str = "") -> list[str]:
+def changed_keys(old: object, new: object, prefix: str = "") -> list[str]:
     """Given two settings values, return the dotted keys whose values differ."""
     if dataclasses.is_dataclass(old) and dataclasses.is_dataclass(new):
         keys: list[str] = []
@@ -117,7 +131,13 @@ def merge_reload(old: Settings, new: Settings) -> tuple[Settings, list[str], lis
     kept = [k for k in changed if any(k == r or k.startswith(r + ".") for r in RESTART_ONLY)]
     applied = [k for k in changed if k not in kept]
     index = dataclasses.replace(new.index, state_dir=old.index.state_dir)
-    effective = dataclasses.replace(new, root=old.root, model=old.model, index=index)
+    effective = dataclasses.replace(
+        new,
+        root=old.root,
+        model=old.model,
+        model_keys_written=old.model_keys_written,
+        index=index,
+    )
     return effective, applied, kept
 
 
@@ -142,8 +162,8 @@ class QueryService:
     def __init__(
         self,
         settings: Settings,
-        store: Any,
-        embedder: Any,
+        store: Store,
+        embedder: Embedder | None,
         degraded: str | None,
         state: DaemonState,
     ) -> None:
@@ -153,8 +173,7 @@ class QueryService:
         self._degraded = degraded
         self._state = state
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="carryd-query")
-        self._recaller: Any = None
-        self._recaller_settings: Settings | None = None
+        self._thread_recall = ThreadRecall(store, embedder, degraded)
 
     def reload(self, settings: Settings) -> None:
         self.settings = settings
@@ -168,8 +187,6 @@ class QueryService:
         }
 
     def model_info(self) -> dict[str, Any]:
-        from carryd.daemon.status import model_identity_text
-
         identity = getattr(self._embedder, "identity", None)
         text = model_identity_text(self.settings, identity)
         return {
@@ -182,7 +199,7 @@ class QueryService:
     def stop(self) -> None:
         """Finish the request in progress, then join the thread."""
         self._executor.shutdown(wait=True)
-        self._recaller = None
+        self._thread_recall.close()
 
     # on the query thread
 
@@ -191,13 +208,8 @@ class QueryService:
     ) -> dict[str, Any]:
         return self._executor.submit(method, params).result()
 
-    def _recaller_now(self) -> Any:
-        if self._recaller is None or self._recaller_settings is not self.settings:
-            from carryd.daemon.recalling import Recaller
-
-            self._recaller = Recaller(self.settings, self._store, self._embedder, self._degraded)
-            self._recaller_settings = self.settings
-        return self._recaller
+    def _recaller_now(self) -> Recaller:
+        return self._thread_recall.current(self.settings).recaller()
 
     def _status(self, params: Mapping[str, Any]) -> dict[str, Any]:
         snapshot = self._state.snapshot()
@@ -236,6 +248,19 @@ class QueryService:
 # --- the daemon --------------------------------------------------------------------------
 
 
+@dataclass
+class _Running:
+    """A running daemon's parts, in start order (None: not started); stopped in reverse."""
+
+    state: DaemonState
+    store: Store | None = None
+    worker: Worker | None = None
+    watcher: Watcher | None = None
+    control: ControlServer | None = None
+    query: QueryService | None = None
+    scheduler: Scheduler | None = None
+
+
 class Daemon:
     """Own every thread of a running daemon; `run()` returns the exit code."""
 
@@ -254,12 +279,12 @@ class Daemon:
 
     # signals (run on the main thread between bytecodes: only set flags)
 
-    def _on_stop(self, signum: int, frame: Any) -> None:
+    def _on_stop(self, signum: int, frame: FrameType | None) -> None:
         self._stop_signal = signal.Signals(signum).name
         self._stop_requested = True
         self._poke()
 
-    def _on_hup(self, signum: int, frame: Any) -> None:
+    def _on_hup(self, signum: int, frame: FrameType | None) -> None:
         self._reload_requested = True
         self._poke()
 
@@ -267,8 +292,8 @@ class Daemon:
         with contextlib.suppress(BlockingIOError):
             os.write(self._wake_write, b"\0")
 
-    def _install_signals(self) -> dict[int, Any]:
-        previous = {}
+    def _install_signals(self) -> dict[int, SignalHandler]:
+        previous: dict[int, SignalHandler] = {}
         for signum, handler in (
             (signal.SIGTERM, self._on_stop),
             (signal.SIGINT, self._on_stop),
@@ -294,106 +319,111 @@ class Daemon:
     # the run
 
     def run(self) -> int:
-        from carryd.daemon.control import ControlServer
-        from carryd.daemon.indexing import load_embedder_for, open_store
-        from carryd.daemon.notify import sd_notify
-        from carryd.daemon.scheduler import Scheduler
-        from carryd.daemon.status import DaemonState
-        from carryd.daemon.watcher import Watcher
-        from carryd.daemon.worker import Indexer, Worker, release_memory
-
-        settings = self.settings
         previous_handlers = self._install_signals()
-        state = DaemonState(settings)
-        state.write()
-        store: Any = None
-        worker: Worker | None = None
-        watcher: Watcher | None = None
-        control: ControlServer | None = None
-        query: QueryService | None = None
-        scheduler: Scheduler | None = None
+        parts = _Running(DaemonState(self.settings))
+        parts.state.write()
         try:
-            started = time.monotonic()
-            embedder, degraded = load_embedder_for(settings)
-            if degraded:
-                log.warning("model unavailable, recall is lexical-only: %s", degraded)
-            else:
-                log.info("model loaded in %.2f s", time.monotonic() - started)
-            release_memory()  # loading the model frees far more than it keeps
-
-            store = open_store(settings)
-            if store.recovered:
-                log.warning("index: %s", store.recovered)
-
-            def open_indexer() -> Indexer:
-                self._indexer = Indexer(
-                    settings, store=store, embedder=embedder, degraded=degraded, state=state
-                )
-                return self._indexer
-
-            worker = Worker(
-                open_indexer,
-                quiet=settings.daemon.debounce_ms / 1000,
-                on_error=state.record_error,
-            )
-            query = QueryService(settings, store, embedder, degraded, state)
-            state.set_queued_source(lambda: worker.queued if worker is not None else 0)
-            state.update(model=query.model_info())
-            worker.submit("reconcile")
-            worker.start()
-            worker.opened.wait()
-            if worker.open_error is not None:
-                raise worker.open_error
-            watcher = Watcher(settings, worker.enqueue)
-            watcher.start()
-
-            log.info("reconciling %s before serving", settings.root_path)
-            sd_notify("STATUS=reconciling the index and the carries")
-            while not self._stop_requested and worker.items_finished < 1:
-                self._wait(0.05)
-            if self._stop_requested:
-                return 0
-
-            control = ControlServer(settings.socket_path, query.handlers())
-            control.start()
-            scheduler = Scheduler(settings, worker.submit)
-            scheduler.start()
-            state.update(state="running")
-            sd_notify(
-                "READY=1", "STATUS=watching " + str(settings.root_path), f"MAINPID={os.getpid()}"
-            )
-            log.info("ready: serving %s on %s", settings.root_path, settings.socket_path)
-
-            while not self._stop_requested:
-                self._wait(3600.0)
-                if self._reload_requested:
-                    self._reload_requested = False
-                    self._reload(worker, watcher, query, scheduler, state)
+            worker = self._start_indexing(parts)
+            if not self._caught_up(worker):
+                return 0  # asked to stop during the start-up reconcile
+            self._start_serving(parts, worker)
+            self._serve(parts)
             return 0
         finally:
-            if self._stop_signal:
-                log.info("%s: finishing the current batch, then stopping", self._stop_signal)
-            sd_notify("STOPPING=1")
-            state.update(state="stopping")
-            # Reverse order of start; each stop joins its threads.
-            if scheduler is not None:
-                scheduler.stop()
-            if watcher is not None:
-                watcher.stop()
-            if control is not None:
-                control.stop()
-            if worker is not None:
-                worker.stop()
-            if query is not None:
-                query.stop()
-            if store is not None:
-                store.close()
-            state.update(state="stopped", stopped_at=time.time())
-            for signum, handler in previous_handlers.items():
-                signal.signal(signum, handler)
-            log.info("stopped")
+            self._stop_all(parts, previous_handlers)
 
-    def _reload(self, worker: Any, watcher: Any, query: Any, scheduler: Any, state: Any) -> None:
+    def _start_indexing(self, parts: _Running) -> Worker:
+        """Load the model, open the store, start the worker (reconciling first) and the
+        watcher; return the worker."""
+        settings, state = self.settings, parts.state
+        started = time.monotonic()
+        embedder, degraded = load_embedder_for(settings)
+        if degraded:
+            log.warning("model unavailable, recall is lexical-only: %s", degraded)
+        else:
+            log.info("model loaded in %.2f s", time.monotonic() - started)
+        release_memory()  # loading the model frees far more than it keeps
+
+        store = parts.store = open_store(settings)
+        if store.recovered:
+            log.warning("index: %s", store.recovered)
+
+        def open_indexer() -> Indexer:
+            self._indexer = Indexer(
+                settings, store=store, embedder=embedder, degraded=degraded, state=state
+            )
+            return self._indexer
+
+        worker = parts.worker = Worker(
+            open_indexer,
+            quiet=settings.daemon.debounce_ms / 1000,
+            on_error=state.record_error,
+        )
+        query = parts.query = QueryService(settings, store, embedder, degraded, state)
+        state.set_queued_source(lambda: worker.queued)
+        state.update(model=query.model_info())
+        worker.submit("reconcile")
+        worker.start()
+        worker.opened.wait()
+        if worker.open_error is not None:
+            raise worker.open_error
+        parts.watcher = Watcher(settings, worker.enqueue)
+        parts.watcher.start()
+        return worker
+
+    def _caught_up(self, worker: Worker) -> bool:
+        """Wait for the start-up reconcile; return False when asked to stop meanwhile."""
+        log.info("reconciling %s before serving", self.settings.root_path)
+        sd_notify("STATUS=reconciling the index and the carries")
+        while not self._stop_requested and worker.items_finished < 1:
+            self._wait(0.05)
+        return not self._stop_requested
+
+    def _start_serving(self, parts: _Running, worker: Worker) -> None:
+        """Open the control socket and the schedule, and tell systemd the daemon is ready."""
+        settings = self.settings
+        assert parts.query is not None  # started with the worker
+        parts.control = ControlServer(settings.socket_path, parts.query.handlers())
+        parts.control.start()
+        parts.scheduler = Scheduler(settings, worker.submit)
+        parts.scheduler.start()
+        parts.state.update(state="running")
+        sd_notify("READY=1", "STATUS=watching " + str(settings.root_path), f"MAINPID={os.getpid()}")
+        log.info("ready: serving %s on %s", settings.root_path, settings.socket_path)
+
+    def _serve(self, parts: _Running) -> None:
+        """Sleep until a stop is asked, reloading the config on SIGHUP."""
+        while not self._stop_requested:
+            self._wait(3600.0)
+            if self._reload_requested:
+                self._reload_requested = False
+                self._reload(parts)
+
+    def _stop_all(self, parts: _Running, previous_handlers: Mapping[int, SignalHandler]) -> None:
+        """Stop every part in the reverse order of start (each stop joins its threads)."""
+        if self._stop_signal:
+            log.info("%s: finishing the current batch, then stopping", self._stop_signal)
+        sd_notify("STOPPING=1")
+        parts.state.update(state="stopping")
+        if parts.scheduler is not None:
+            parts.scheduler.stop()
+        if parts.watcher is not None:
+            parts.watcher.stop()
+        if parts.control is not None:
+            parts.control.stop()
+        if parts.worker is not None:
+            parts.worker.stop()
+        if parts.query is not None:
+            parts.query.stop()
+        if parts.store is not None:
+            parts.store.close()
+        parts.state.update(state="stopped", stopped_at=time.time())
+        for signum, handler in previous_handlers.items():
+            signal.signal(signum, handler)
+        log.info("stopped")
+
+    def _reload(self, parts: _Running) -> None:
+        state = parts.state
         try:
             fresh = self._load_settings()
         except ConfigError as error:
@@ -408,19 +438,18 @@ class Daemon:
             return
         log.info("SIGHUP: applying changed settings: %s", ", ".join(applied))
         self.settings = effective
-        worker.set_timing(effective.daemon.debounce_ms / 1000)
+        if parts.worker is not None:
+            parts.worker.set_timing(effective.daemon.debounce_ms / 1000)
         if self._indexer is not None:
             self._indexer.reload(effective)
-        watcher.reload(effective)
-        query.reload(effective)
-        scheduler.reload(effective)
+        for part in (parts.watcher, parts.query, parts.scheduler):
+            if part is not None:
+                part.reload(effective)
         state.update(config_file=effective.config_file, reloaded_at=time.time())
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     """Run the daemon on the root until SIGTERM; return the exit code."""
-    from carryd.daemon.config import load_settings
-
     root = settings.root_path
     if not root.is_dir():
         raise ConfigError(f"root {root}: not a folder (pass --root DIR or set CARRYD_ROOT)")
@@ -443,8 +472,6 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 
 def remove_stale_socket(path: Path) -> None:
     """Given the socket path, remove a socket file nobody listens on (a crashed daemon's)."""
-    from carryd.daemon.control import socket_answers
-
     if path.is_socket() and not socket_answers(path):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()

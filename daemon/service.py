@@ -23,8 +23,8 @@ from typing import Literal
 from xml.sax.saxutils import escape as xml_escape
 
 from carryd.daemon.config import MODEL_PATH_ENV, Settings
+from carryd.daemon.errors import UsageError
 from carryd.daemon.files import write_atomic
-from carryd.index.errors import UsageError
 
 SYSTEMD_UNIT = "carryd.service"
 SYSTEMD_TEMPLATE = "carryd@.service"

@@ -1,8 +1,7 @@
 """`carryd status`: is the daemon running, is the model loaded, are the carries fresh.
 
-Two halves:
-- `DaemonState`: what the running daemon says about itself, kept in memory and mirrored to
-  `<state>/daemon.json` (written temp + os.replace, so a reader never sees half a file).
+The daemon's own record (`DaemonState`, daemon.json) lives in `carryd.daemon.state`, carry
+freshness in `carryd.daemon.layout`; this module renders them.
 - `status_report()`: asks the daemon over the control socket when one answers, else reads
   daemon.json; then looks at the index counts and every workspace's carry on disk itself.
   It never loads the embedding model, so it is instant.
@@ -14,187 +13,22 @@ newer than the carry) or a fallback.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import hashlib
-import json
 import logging
-import os
-import threading
 import time
-from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from carryd.daemon.files import write_atomic
+from carryd.daemon import control
+from carryd.daemon.errors import ConfigError
+from carryd.daemon.layout import carry_report, list_workspaces
+from carryd.daemon.model import model_identity_text
+from carryd.daemon.state import pid_alive, read_state
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
 
 log = logging.getLogger(__name__)
-
-STATE_FILE = "daemon.json"
-
-
-# --- the daemon's own record -------------------------------------------------------------
-
-
-def state_file(settings: Settings) -> Path:
-    return settings.state_path / STATE_FILE
-
-
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Given a path and a JSON object, replace the file in one step."""
-    text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
-    write_atomic(path, text.encode("utf-8"))
-
-
-def read_state(settings: Settings) -> dict[str, Any] | None:
-    """Given settings, return the last daemon.json, or None when absent or unreadable."""
-    try:
-        data = json.loads(state_file(settings).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _report_fields(report: Any) -> dict[str, Any]:
-    if report is None:
-        return {}
-    to_json = getattr(report, "to_json", None)
-    fields = dict(to_json()) if callable(to_json) else {}
-    problems = fields.pop("problems", getattr(report, "problems", ()))
-    fields["problems"] = len(problems) if isinstance(problems, list | tuple) else problems
-    return fields
-
-
-class DaemonState:
-    """The running daemon's record of itself; every update is mirrored to daemon.json."""
-
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        pid: int | None = None,
-        queued: Callable[[], int] = lambda: 0,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self._path = state_file(settings)
-        self._clock = clock
-        self._queued = queued
-        self._lock = threading.Lock()
-        self._data: dict[str, Any] = {
-            "pid": pid if pid is not None else os.getpid(),
-            "root": str(settings.root_path),
-            "config_file": settings.config_file,
-            "state": "starting",
-            "started_at": clock(),
-            "model": None,
-            "syncs": 0,
-            "reconciles": 0,
-            "events": 0,
-            "queued": 0,
-            "last_sync": None,
-            "last_verify": None,
-            "last_error": None,
-            "carries_checked": {},
-        }
-
-    def set_queued_source(self, queued: Callable[[], int]) -> None:
-        self._queued = queued
-
-    def snapshot(self) -> dict[str, Any]:
-        with self._lock:
-            data = json.loads(json.dumps(self._data, default=str))
-        data["queued"] = self._queued()
-        data["uptime_seconds"] = round(self._clock() - data["started_at"], 3)
-        return data
-
-    def update(self, **fields: Any) -> None:
-        with self._lock:
-            self._data.update(fields)
-            self._write_locked()
-
-    def record_sync(
-        self,
-        *,
-        kind: str,
-        paths: int | None,
-        events: int,
-        report: Any,
-        carries: Iterable[Any],
-        seconds: float,
-    ) -> None:
-        now = self._clock()
-        carries = list(carries)
-        with self._lock:
-            if kind == "batch":
-                self._data["syncs"] += 1
-            else:
-                self._data["reconciles"] += 1
-            self._data["events"] += events
-            self._data["last_sync"] = {
-                "kind": kind,
-                "at": now,
-                "seconds": round(seconds, 4),
-                "paths": paths,
-                "events": events,
-                **_report_fields(report),
-                "carries_written": len(carries),
-                "carries_changed": sum(1 for c in carries if getattr(c, "changed", False)),
-            }
-            checked = self._data["carries_checked"]
-            for carry in carries:
-                checked[str(carry.workspace)] = now
-                if getattr(carry, "fallback", False):
-                    log.warning("carry %s fell back: %s", carry.workspace, carry.reason)
-            self._write_locked()
-
-    def record_verify(self, report: Any) -> None:
-        with self._lock:
-            self._data["last_verify"] = {
-                "at": self._clock(),
-                "ok": bool(report.ok),
-                "problems": [str(p) for p in list(report.problems)[:20]],
-            }
-            self._write_locked()
-
-    def record_error(self, where: str, error: BaseException) -> None:
-        with self._lock:
-            self._data["last_error"] = {
-                "at": self._clock(),
-                "where": where,
-                "message": f"{type(error).__name__}: {error}",
-            }
-            self._write_locked()
-
-    def write(self) -> None:
-        with self._lock:
-            self._write_locked()
-
-    def _write_locked(self) -> None:
-        data = dict(self._data)
-        data["queued"] = self._queued()
-        try:
-            write_json_atomic(self._path, data)
-        except OSError as error:
-            log.warning("cannot write %s: %s", self._path, error)
-
-
-# --- the report --------------------------------------------------------------------------
-
-
-def pid_alive(pid: Any) -> bool:
-    """Given a pid from daemon.json, return whether that process still exists."""
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def probe_model(settings: Settings) -> str | None:
@@ -214,25 +48,6 @@ def probe_model(settings: Settings) -> str | None:
     return None
 
 
-def model_identity_text(settings: Settings, identity: Any = None) -> str:
-    """Given settings (and the loaded model's identity, when there is one), return how status
-    names the model. Without a loaded model the identity is resolved as the embedder would
-    (a local folder's own files, else the configured default) without loading anything."""
-    if identity is None:
-        from carryd.daemon.indexing import load_embedder_for
-
-        embedder, _ = load_embedder_for(settings, lazy=True)
-        identity = getattr(embedder, "identity", None)
-    model = settings.model
-    name, file, dim, pooling = (
-        (identity.name, identity.file, identity.dim, identity.pooling)
-        if identity is not None
-        else (model.name, model.file, model.dim, model.pooling)
-    )
-    where = f" from {model.model_path}" if model.model_path else ""
-    return f"{name} ({file}, {dim}-d, {pooling}){where}"
-
-
 def index_counts(settings: Settings) -> dict[str, int] | None:
     """Given settings, return the index's counts, or None when there is no index yet."""
     if not settings.db_path.exists():
@@ -243,102 +58,55 @@ def index_counts(settings: Settings) -> dict[str, int] | None:
         return dict(store.counts())
 
 
-def _source_files(root: Path, workspace: str, settings: Settings) -> Iterable[Path]:
-    """Given a workspace, yield the files its carry is planned from (and root-level memory:
-    Markdown at the root and in the root-level folders such as `notes/`)."""
-    from carryd.index.entries import ROOT_LEVEL_DIRS
-
-    skip = set(settings.index.ignore_dirs) | {settings.index.state_dir}
-    for entry in root.iterdir():
-        if entry.is_file() and entry.name.lower().endswith(".md"):
-            yield entry
-    sidecar = root / workspace / settings.carry.sidecar_file
-    if sidecar.is_file():
-        yield sidecar
-    for folder in (workspace, *ROOT_LEVEL_DIRS):
-        if folder in skip:
-            continue
-        for directory, subdirs, files in os.walk(root / folder):
-            subdirs[:] = [d for d in subdirs if d not in skip]
-            for name in files:
-                if name.lower().endswith(".md"):
-                    yield Path(directory, name)
-
-
-def carry_report(
-    settings: Settings, workspace: str, *, checked_at: float | None, now: float
-) -> dict[str, Any]:
-    """Given a workspace, return its carry's path, size, hash, fallback and freshness."""
-    root = settings.root_path
-    carry_path = settings.carry_dir / f"{workspace}.md"
-    manifest_path = settings.carry_dir / f"{workspace}.json"
-    newest: tuple[float, str] | None = None
-    for source in _source_files(root, workspace, settings):
-        with contextlib.suppress(OSError):
-            mtime = source.stat().st_mtime
-            if newest is None or mtime > newest[0]:
-                newest = (mtime, source.relative_to(root).as_posix())
-    info: dict[str, Any] = {
-        "workspace": workspace,
-        "path": str(carry_path),
-        "exists": carry_path.is_file(),
-        "bytes": None,
-        "sha256": None,
-        "fallback": None,
-        "reason": None,
-        "written_at": None,
-        "age_seconds": None,
-        "newest_source": None if newest is None else {"path": newest[1], "mtime": newest[0]},
-        "behind_seconds": None,
-        "stale": True,
-    }
-    if not info["exists"]:
-        info["reason"] = "no carry file yet"
-        return info
-    data = carry_path.read_bytes()
-    info["bytes"] = len(data)
-    info["sha256"] = hashlib.sha256(data).hexdigest()
-    fresh_as_of = carry_path.stat().st_mtime
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        fresh_as_of = max(fresh_as_of, manifest_path.stat().st_mtime)
-    except (OSError, ValueError):
-        manifest = None
-    if isinstance(manifest, dict):
-        info["fallback"] = bool(manifest.get("fallback", False))
-        info["reason"] = manifest.get("reason", manifest.get("fallback_reason"))
-    else:
-        info["fallback"] = None
-        info["reason"] = "manifest missing or unreadable"
-    if checked_at is not None:
-        # The daemon re-planned this carry then and found its bytes unchanged.
-        fresh_as_of = max(fresh_as_of, checked_at)
-    info["written_at"] = fresh_as_of
-    info["age_seconds"] = round(max(now - fresh_as_of, 0.0), 3)
-    behind = 0.0 if newest is None else newest[0] - fresh_as_of
-    info["behind_seconds"] = round(max(behind, 0.0), 3)
-    info["stale"] = behind > 0
-    return info
-
-
 def status_report(settings: Settings, *, now: float | None = None) -> dict[str, Any]:
     """Given settings, return the whole status (the JSON `carryd status --json` prints)."""
-    from carryd.daemon.control import request
-    from carryd.index.errors import ConfigError
-
     if not settings.root_path.is_dir():
         raise ConfigError(f"root {settings.root_path}: not a folder (pass --root DIR)")
     now = time.time() if now is None else now
     live = None
     with contextlib.suppress(OSError):
-        live = request(settings, "status", {}, timeout=2.0)
+        live = control.request(settings, "status", {}, timeout=2.0)
     recorded = live if live is not None else read_state(settings)
+    daemon = _daemon_section(live, recorded, now)
+    model = _model_section(settings, live, recorded)
+    counts = live.get("counts") if live is not None else None
+    if counts is None:
+        try:
+            counts = index_counts(settings)
+        except Exception as error:  # noqa: BLE001 — status must report a broken index, not die
+            counts = None
+            daemon["index_error"] = f"{type(error).__name__}: {error}"
+    checked = (recorded or {}).get("carries_checked") or {}
+    carries = [
+        carry_report(settings, workspace, checked_at=checked.get(workspace), now=now)
+        for workspace in list_workspaces(settings)
+    ]
+    problems = _problems(model, carries)
+    return {
+        "healthy": not problems,
+        "problems": problems,
+        "root": str(settings.root_path),
+        "daemon": daemon,
+        "model": model,
+        "counts": counts,
+        "last_sync": (recorded or {}).get("last_sync"),
+        "last_verify": (recorded or {}).get("last_verify"),
+        "last_error": (recorded or {}).get("last_error"),
+        "carries": carries,
+    }
+
+
+def _daemon_section(
+    live: dict[str, Any] | None, recorded: dict[str, Any] | None, now: float
+) -> dict[str, Any]:
+    """Given the live answer (None: no daemon answered) and the last record, return whether
+    the daemon runs and what it did."""
     running = live is not None or (
         recorded is not None
         and recorded.get("state") not in ("stopped", None)
         and pid_alive(recorded.get("pid"))
     )
-    daemon: dict[str, Any] = {
+    return {
         "running": running,
         "answering": live is not None,
         "pid": recorded.get("pid") if recorded and running else None,
@@ -355,35 +123,23 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
         "queued": (recorded or {}).get("queued", 0) if running else 0,
     }
 
-    model: dict[str, Any]
+
+def _model_section(
+    settings: Settings, live: dict[str, Any] | None, recorded: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Given the live answer and the last record, return the model's identity and health
+    (judged without loading it when no daemon answers)."""
     if live is not None and isinstance(live.get("model"), dict):
-        model = dict(live["model"])
-    else:
-        reason = probe_model(settings)
-        remembered = (recorded or {}).get("model") or {}
-        if reason is None and remembered.get("identity") == model_identity_text(settings):
-            reason = remembered.get("degraded")
-        model = {
-            "identity": model_identity_text(settings),
-            "loaded": False,
-            "degraded": reason,
-        }
+        return dict(live["model"])
+    reason = probe_model(settings)
+    remembered = (recorded or {}).get("model") or {}
+    if reason is None and remembered.get("identity") == model_identity_text(settings):
+        reason = remembered.get("degraded")
+    return {"identity": model_identity_text(settings), "loaded": False, "degraded": reason}
 
-    counts = live.get("counts") if live is not None else None
-    if counts is None:
-        try:
-            counts = index_counts(settings)
-        except Exception as error:  # noqa: BLE001 — status must report a broken index, not die
-            counts = None
-            daemon["index_error"] = f"{type(error).__name__}: {error}"
 
-    from carryd.daemon.carrying import list_workspaces
-
-    checked = (recorded or {}).get("carries_checked") or {}
-    carries = [
-        carry_report(settings, workspace, checked_at=checked.get(workspace), now=now)
-        for workspace in list_workspaces(settings)
-    ]
+def _problems(model: dict[str, Any], carries: list[dict[str, Any]]) -> list[str]:
+    """Given the model and carry sections, return what makes the status unhealthy."""
     problems: list[str] = []
     if model.get("degraded"):
         problems.append(f"model degraded: {model['degraded']}")
@@ -398,18 +154,7 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
             )
         elif carry["fallback"]:
             problems.append(f"carry {carry['workspace']}: fallback ({carry['reason']})")
-    return {
-        "healthy": not problems,
-        "problems": problems,
-        "root": str(settings.root_path),
-        "daemon": daemon,
-        "model": model,
-        "counts": counts,
-        "last_sync": (recorded or {}).get("last_sync"),
-        "last_verify": (recorded or {}).get("last_verify"),
-        "last_error": (recorded or {}).get("last_error"),
-        "carries": carries,
-    }
+    return problems
 
 
 def _ago(seconds: float | None) -> str:
@@ -479,14 +224,3 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
         )
     lines.append("health: " + ("ok" if report["healthy"] else "; ".join(report["problems"])))
     return "\n".join(lines)
-
-
-def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
-    """Print the status; return 0 when healthy, 1 when degraded or stale."""
-    now = time.time()
-    report = status_report(settings, now=now)
-    if getattr(args, "json", False):
-        print(json.dumps(report, indent=2, ensure_ascii=False, default=str))
-    else:
-        print(render_text(report, now=now))
-    return 0 if report["healthy"] else 1

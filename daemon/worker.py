@@ -24,11 +24,20 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from carryd.daemon.archive import archive_plans
+from carryd.daemon.carrying import CarryResult, write_carries
+from carryd.daemon.indexing import sync_root
+from carryd.daemon.layout import list_workspaces
+from carryd.daemon.recall_access import LocalRecall, ThreadRecall
+from carryd.daemon.verifying import repair_root, verify_root
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
-    from carryd.daemon.status import DaemonState
+    from carryd.daemon.state import DaemonState
+    from carryd.index.embed import Embedder
+    from carryd.index.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -105,9 +114,7 @@ class Debouncer:
         # along: a long burst over several paths costs one batch per max_delay window.
         forced = any(now >= p.first + self.max_delay for p in self._pending.values())
         ready = [
-            change
-            for change, p in self._pending.items()
-            if forced or now >= p.last + self.quiet
+            change for change, p in self._pending.items() if forced or now >= p.last + self.quiet
         ]
         if not ready:
             return None
@@ -223,7 +230,7 @@ class Worker:
     def _loop(self) -> None:
         try:
             applier = self._open_applier()
-        except BaseException as error:
+        except BaseException as error:  # noqa: BLE001 — handed to the starting thread, which re-raises
             self.open_error = error
             self.opened.set()
             log.error("worker could not start: %s", error)
@@ -347,8 +354,8 @@ class Indexer:
         self,
         settings: Settings,
         *,
-        store: Any,
-        embedder: Any,
+        store: Store,
+        embedder: Embedder | None,
         degraded: str | None,
         state: DaemonState,
     ) -> None:
@@ -357,20 +364,14 @@ class Indexer:
         self.embedder = embedder
         self.degraded = degraded
         self.state = state
-        self._recaller: Any = None
-        self._recaller_settings: Settings | None = None
+        self._recall = ThreadRecall(store, embedder, degraded)
 
     def reload(self, settings: Settings) -> None:
         """Use new settings from the next batch on (called on the worker thread via a task)."""
         self.settings = settings
 
-    def recaller(self) -> Any:
-        if self._recaller is None or self._recaller_settings is not self.settings:
-            from carryd.daemon.recalling import Recaller
-
-            self._recaller = Recaller(self.settings, self.store, self.embedder, self.degraded)
-            self._recaller_settings = self.settings
-        return self._recaller
+    def recaller(self) -> LocalRecall:
+        return self._recall.current(self.settings)
 
     def apply(self, batch: Batch) -> None:
         self._sync(batch.sync_paths, changed=batch.paths, kind="batch", events=batch.events)
@@ -384,7 +385,7 @@ class Indexer:
             self._archive()
 
     def close(self) -> None:
-        self._recaller = None
+        self._recall.close()
 
     # steps
 
@@ -400,9 +401,6 @@ class Indexer:
         events: int,
         every_carry: bool = False,
     ) -> None:
-        from carryd.daemon.carrying import list_workspaces, write_carries
-        from carryd.daemon.indexing import sync_root
-
         started = time.monotonic()
         log.info("%s: syncing %s paths", kind, "all" if paths is None else len(paths))
         log.debug("%s paths: %s", kind, paths)
@@ -416,7 +414,7 @@ class Indexer:
             if every_carry
             else workspaces_for_carry(touched, changed, carry_sources(self.settings), existing)
         )
-        results: list[Any] = []
+        results: list[CarryResult] = []
         if targets is None or targets:
             results = write_carries(
                 self.settings,
@@ -445,8 +443,6 @@ class Indexer:
         )
 
     def _verify(self) -> None:
-        from carryd.daemon.indexing import repair_root, verify_root
-
         report = verify_root(self.settings, store=self.store)
         self.state.record_verify(report)
         if not report.ok:
@@ -459,8 +455,6 @@ class Indexer:
     def _archive(self) -> None:
         if not self.settings.daemon.archive_plan:
             return
-        from carryd.daemon.archive import archive_plans
-
         for result in archive_plans(self.settings):
             if result.changed:
                 # The watcher sees PLAN.md change and the next batch re-plans the carry.

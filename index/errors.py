@@ -1,7 +1,7 @@
 """carryd's error hierarchy: every message names the file or key at fault and the fix.
 
-The CLI maps these to exit codes in one place (`carryd.daemon.cli`): `ConfigError` and
-`UsageError` exit 2, every other `CarrydError` exits 1.
+The core's errors live here; the daemon's (`ConfigError`, `UsageError`, `DaemonRunning`) in
+`carryd.daemon.errors`. The CLI maps them to exit codes in one place (`carryd.daemon.cli`).
 """
 
 from __future__ import annotations
@@ -11,12 +11,6 @@ class CarrydError(Exception):
     """Base of every error carryd raises on purpose."""
 
 
-class ConfigError(CarrydError):
-    """A config file, key or value is wrong; the message names the key path."""
-
-
-class UsageError(CarrydError):
-    """The command line asks for something that cannot be done (exit 2)."""
 
 
 class IndexCorrupt(CarrydError):
@@ -39,6 +33,3 @@ class UnreadableFile(CarrydError):
 class PromptBudgetError(CarrydError):
     """The required segments of a carry alone do not fit the total budget."""
 
-
-class DaemonRunning(CarrydError):
-    """Another carryd daemon already serves this root."""

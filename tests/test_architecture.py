@@ -78,3 +78,76 @@ def test_every_command_has_help_and_is_in_the_readme() -> None:
     for command, help_text in helps.items():
         assert help_text, f"`carryd {command}` has no help text"
         assert f"carryd {command}" in readme, f"README does not mention `carryd {command}`"
+
+
+# --- the daemon's seams (issue 9) ----------------------------------------------------------------
+
+# Modules that implement a command line entry (`carryd run|service|hook`, the one-shot
+# `commands`): they use services, no other module uses them.
+COMMAND_MODULES = {module for module, _ in COMMANDS.values()}
+
+
+def _daemon_sources() -> list[Path]:
+    return sorted((REPO / "daemon").glob("*.py"))
+
+
+@pytest.mark.parametrize("source", _daemon_sources(), ids=lambda p: f"daemon/{p.name}")
+def test_no_daemon_module_imports_a_command_module_for_a_service(source: Path) -> None:
+    """A service two commands need has a module of its own (model, layout, recall_access,
+    state, …); a command module used as a library is the smell this rules out."""
+    if source.name == "cli.py":
+        return  # the dispatcher names command modules as strings, imports none
+    own = f"carryd.daemon.{source.stem}"
+    used = {name for name in _imports(source) if name in COMMAND_MODULES and name != own}
+    assert not used, f"{source.name} imports command modules {sorted(used)}"
+
+
+def _annotations(path: Path) -> list[tuple[str, str]]:
+    """Given a module, return (where, annotation text) for every public function's parameters
+    and return value and every public dataclass field."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[tuple[str, str]] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+            arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            for argument in arguments:
+                if argument.annotation is not None:
+                    found.append((f"{node.name}({argument.arg})", ast.unparse(argument.annotation)))
+            if node.returns is not None:
+                found.append((f"{node.name} ->", ast.unparse(node.returns)))
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    found.append((f"{node.name}.{item.target.id}", ast.unparse(item.annotation)))
+    return found
+
+
+@pytest.mark.parametrize("source", sorted((REPO / "carry").glob("*.py")), ids=lambda p: p.name)
+def test_no_wire_format_crosses_from_daemon_into_carry(source: Path) -> None:
+    """carry/ takes frozen dataclasses (`RecallHit`), never JSON-shaped `Mapping[str, Any]`:
+    JSON exists only at the socket and the CLI."""
+    loose = [
+        (where, annotation)
+        for where, annotation in _annotations(source)
+        if "Any" in annotation
+    ]
+    assert not loose, f"carry/{source.name} takes untyped data: {loose}"
+
+
+def test_the_checks_above_see_what_they_should() -> None:
+    """The rules are only as good as their detectors: a synthetic offender is caught."""
+    assert "carryd.daemon.commands" in COMMAND_MODULES
+    sample = REPO / "carry" / "select.py"
+    assert ("candidates_from_recall(hits)", "Sequence[RecallHit]") in _annotations(sample)
+
+
+def test_every_registered_host_answers_exactly_its_events() -> None:
+    """`carryd hook HOST EVENT`: adding a host is a `host_<name>.py` with `EVENTS` plus its
+    line in `hosts.HOSTS`; the two must agree."""
+    import importlib
+
+    from carryd.daemon.hosts import HOSTS
+
+    for name, host in HOSTS.items():
+        events = importlib.import_module(host.module).EVENTS
+        assert set(events) == set(host.events), name

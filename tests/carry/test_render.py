@@ -16,6 +16,7 @@ from carryd.carry.render import (
 from carryd.carry.select import MemorySelectionPolicy
 from carryd.daemon.config import DEFAULT_DISCIPLINE
 from carryd.index.errors import PromptBudgetError
+from carryd.index.recall import RecallHit
 
 LEDGER = """\
 # Handoff ledger
@@ -72,20 +73,27 @@ def inputs(**changes: object) -> CarryInputs:
 
 
 def hit(
-    memory_id: str, path: str, workspace: str | None, confidence: float, l0: str
-) -> dict[str, object]:
-    return {
-        "id": memory_id,
-        "workspace": workspace,
-        "path": path,
-        "line_start": 4,
-        "line_end": 6,
-        "l0": l0,
-        "l0_source": "heading",
-        "score": 0.03,
-        "confidence": confidence,
-        "decision": "inject",
-    }
+    memory_id: str,
+    path: str,
+    workspace: str | None,
+    confidence: float,
+    l0: str,
+    slot: str | None = None,
+) -> RecallHit:
+    return RecallHit(
+        id=memory_id,
+        workspace=workspace,
+        path=path,
+        line_start=4,
+        line_end=6,
+        l0=l0,
+        l0_source="heading",
+        score=0.03,
+        confidence=confidence,
+        decision="inject",
+        match_reason="lexical",
+        slot=slot,
+    )
 
 
 def decisions(plan) -> dict[str, tuple[str, str]]:  # type: ignore[no-untyped-def]
@@ -169,15 +177,15 @@ def test_recalled_memory_is_selected_by_s15_and_excludes_what_the_carry_holds() 
     other = "mem_" + "c" * 32
     in_ledger = "mem_" + "d" * 32
     weak = "mem_" + "e" * 32
+    slot = "preference:automation-language"  # the explicit conflict key both entries name
     hits = (
         hit(in_ledger, "webshop/handoff/LEDGER.md", "webshop", 0.95, "Goal"),
-        hit(default, "MEMORY.md", None, 0.9, "I usually prefer Python for scripts"),
-        hit(notes, "webshop/notes.md", "webshop", 0.7, "All automation is TypeScript"),
+        hit(default, "MEMORY.md", None, 0.9, "I usually prefer Python for scripts", slot),
+        hit(notes, "webshop/notes.md", "webshop", 0.7, "All automation is TypeScript", slot),
         hit(other, "tooling/PLAN.md", "tooling", 0.99, "Migrating shell setup to fish"),
         hit(weak, "webshop/logs/a.md", "webshop", 0.2, "Flaky checkout test"),
     )
-    slots = {notes: "preference:automation-language", default: "preference:automation-language"}
-    plan = build_carry(inputs(recall_hits=hits, slots=slots))
+    plan = build_carry(inputs(recall_hits=hits))
     reasons = {d.memory_id: (d.reason, d.winner_id) for d in plan.memory_decisions}
     assert reasons == {
         notes: ("selected", None),

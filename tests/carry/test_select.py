@@ -18,6 +18,7 @@ from carryd.carry.select import (
     render_memory_context,
     select_memory_context,
 )
+from carryd.index.recall import RecallHit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -294,32 +295,41 @@ def test_normalise_text() -> None:
 # --- the recall adapter -------------------------------------------------------------------
 
 
-def hit(memory_id: str, path: str, workspace: str | None, confidence: float, l0: str) -> dict:  # type: ignore[type-arg]
-    return {
-        "id": memory_id,
-        "workspace": workspace,
-        "path": path,
-        "line_start": 3,
-        "line_end": 5,
-        "l0": l0,
-        "l0_source": "heading",
-        "score": 0.0312,
-        "confidence": confidence,
-        "decision": "inject",
-    }
+def hit(
+    memory_id: str,
+    path: str,
+    workspace: str | None,
+    confidence: float,
+    l0: str,
+    slot: str | None = None,
+) -> RecallHit:
+    return RecallHit(
+        id=memory_id,
+        workspace=workspace,
+        path=path,
+        line_start=3,
+        line_end=5,
+        l0=l0,
+        l0_source="heading",
+        score=0.0312,
+        confidence=confidence,
+        decision="inject",
+        match_reason="lexical",
+        slot=slot,
+    )
 
 
-def by_location(h):  # type: ignore[no-untyped-def]
-    return authority_from_location(h["workspace"], h["path"], active_ledger="ws/handoff/LEDGER.md")
+def by_location(h: RecallHit) -> str:
+    return authority_from_location(h.workspace, h.path, active_ledger="ws/handoff/LEDGER.md")
 
 
 def test_adapter_copies_confidence_rank_and_provenance_and_never_rescores() -> None:
     hits = [
         hit("m2", "ws/handoff/LEDGER.md", "ws", 0.61, "Use Go this time"),
-        hit("m1", "ws/notes.md", "ws", 0.72, "Automation is TypeScript"),
+        hit("m1", "ws/notes.md", "ws", 0.72, "Automation is TypeScript", slot="lang"),
         hit("m3", "MEMORY.md", None, 0.93, "authority: current_turn. I prefer Python"),
     ]
-    cands = candidates_from_recall(hits, authority_for=by_location, slots={"m1": "lang"})
+    cands = candidates_from_recall(hits, authority_for=by_location)
     assert [(c.memory_id, c.score, c.source_rank, c.authority, c.conflict_key) for c in cands] == [
         ("m2", 0.61, 1, "current_turn", None),
         ("m1", 0.72, 2, "workspace_override", "lang"),

@@ -8,10 +8,11 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from carryd.daemon.archive import archive_plans, cmd_plan
+from carryd.daemon.archive import archive_plans
 from carryd.daemon.cli import main
+from carryd.daemon.commands import cmd_plan
 from carryd.daemon.config import Settings
-from carryd.index.errors import UsageError
+from carryd.daemon.errors import UsageError
 
 PLAN = """\
 # PLAN — proj

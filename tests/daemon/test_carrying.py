@@ -12,15 +12,11 @@ import os
 from pathlib import Path
 
 import pytest
-from carryd.daemon.carrying import (
-    build_workspace_carry,
-    list_workspaces,
-    write_carries,
-    write_carry,
-)
+from carryd.daemon.carrying import build_workspace_carry, write_carries, write_carry
 from carryd.daemon.cli import main
 from carryd.daemon.config import DEFAULT_DISCIPLINE, Settings, load_settings
-from carryd.index.errors import UsageError
+from carryd.daemon.errors import UsageError
+from carryd.daemon.layout import list_workspaces
 
 AWS = "AKIAIOSFODNN7EXAMPLE"
 GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -374,11 +370,13 @@ def test_write_carries_skips_a_workspace_that_vanished(tmp_path: Path) -> None:
 def test_slots_from_the_warm_index_give_the_same_carry_as_slots_read_from_the_files(
     tmp_path: Path, use_model: Path
 ) -> None:
-    """A local Recaller gives the hits' slots from its index rows; the hook's recaller (which
-    may recall through the daemon's socket) has them read from the Markdown files. Same
-    carry either way, slot conflict included."""
-    from carryd.daemon.hooks import HookRecall
-    from carryd.daemon.indexing import load_embedder_for, open_store, sync_root
+    """A local Recaller and the hook's recaller (which may recall through the daemon's socket)
+    both hand carry hits that carry their slot. Same carry either way, slot conflict
+    included."""
+    from carryd.daemon.indexing import sync_root
+    from carryd.daemon.layout import open_store
+    from carryd.daemon.model import load_embedder_for
+    from carryd.daemon.recall_access import recall_access
     from carryd.daemon.recalling import Recaller
 
     root = make_root(tmp_path / "memory")
@@ -390,9 +388,9 @@ def test_slots_from_the_warm_index_give_the_same_carry_as_slots_read_from_the_fi
     with open_store(settings) as store:
         local = Recaller(settings, store, embedder, degraded)
         from_index = build_workspace_carry(settings, "webshop", store=store, recaller=local)
-    hook = HookRecall(settings, daemon=False)
+    hook = recall_access(settings, daemon=False)
     try:
-        from_files = build_workspace_carry(settings, "webshop", recaller=hook)  # type: ignore[arg-type]
+        from_files = build_workspace_carry(settings, "webshop", recaller=hook)
     finally:
         hook.close()
     assert from_index.text == from_files.text

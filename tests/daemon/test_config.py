@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from carryd.daemon.cli import main
 from carryd.daemon.config import Settings, load_settings, parse_settings
-from carryd.index.errors import ConfigError
+from carryd.daemon.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "config.example.toml"
@@ -27,7 +27,7 @@ def setting_keys(value: Any, prefix: str = "") -> set[str]:
     """Given a settings dataclass, return every dotted key it has (a mapping is one key)."""
     keys: set[str] = set()
     for field in dataclasses.fields(value):
-        if field.name == "config_file":
+        if field.name in ("config_file", "model_keys_written"):  # provenance, not keys
             continue
         inner = getattr(value, field.name)
         if dataclasses.is_dataclass(inner):
@@ -197,3 +197,63 @@ def test_settings_are_frozen() -> None:
         settings.root = "/x"  # type: ignore[misc]
     with pytest.raises(TypeError):
         settings.workspaces["x"] = "y"  # type: ignore[index]
+
+
+def test_every_problem_in_the_file_is_reported_at_once(tmp_path: Path) -> None:
+    """Like borgmatic: one run names every wrong key, each with its path and reason, so a user
+    fixes the file in one go instead of one error per try."""
+    config = tmp_path / "bad.toml"
+    config.write_text(
+        "bogus = 1\n"
+        "[daemon]\ndebounce_ms = -1\narchive_plan = 1\n"
+        "[recall]\nmin_confidence = 'high'\n"
+        "[carry.sections]\nextra = ['x']\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_settings(config, root=tmp_path, environ={})
+    message = str(caught.value)
+    assert message.startswith(f"{config}: 5 problems:\n")
+    for key, words in [
+        ("bogus", "unknown key"),
+        ("daemon.debounce_ms", "must not be negative"),
+        ("daemon.archive_plan", "expected true or false"),
+        ("recall.min_confidence", "expected a number"),
+        ("carry.sections.extra", "unknown key"),
+    ]:
+        assert any(f"'{key}'" in line and words in line for line in message.splitlines()), key
+
+
+def test_a_single_problem_reads_as_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text("[daemon]\ndebounce_ms = 'soon'\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(config, root=tmp_path, environ={})
+    assert str(caught.value) == (
+        f"{config}: at 'daemon.debounce_ms': expected an integer, got str 'soon'"
+    )
+
+
+def test_the_model_keys_the_file_names_are_recorded_when_it_is_parsed(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[model]\nname = "Xenova/multilingual-e5-small"\n', encoding="utf-8")
+    assert load_settings(config, root=tmp_path, environ={}).model_keys_written == {"name"}
+    assert load_settings(None, root=tmp_path, environ={}).model_keys_written == frozenset()
+
+
+def test_a_reload_keeps_the_model_keys_the_running_model_was_built_with(tmp_path: Path) -> None:
+    """Which [model] keys the file names is part of the model identity: like the model
+    itself it changes only with a restart (SIGHUP keeps it and says so)."""
+    from carryd.daemon.run import merge_reload
+
+    written = tmp_path / "written.toml"
+    written.write_text('[model]\nname = "Xenova/multilingual-e5-small"\n', encoding="utf-8")
+    plain = tmp_path / "plain.toml"
+    plain.write_text("[daemon]\ndebounce_ms = 500\n", encoding="utf-8")
+    old = load_settings(written, root=tmp_path, environ={})
+    new = load_settings(plain, root=tmp_path, environ={})
+    effective, applied, kept = merge_reload(old, new)
+    assert kept == ["model_keys_written"]
+    assert "daemon.debounce_ms" in applied
+    assert effective.model_keys_written == {"name"}
+    assert effective.daemon.debounce_ms == 500

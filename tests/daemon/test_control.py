@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from carryd.daemon.config import Settings
 from carryd.daemon.control import ControlServer, answer_for, request, socket_answers
+from carryd.daemon.errors import UsageError
 from carryd.daemon.notify import notify_address, sd_notify
-from carryd.index.errors import CarrydError, UsageError
+from carryd.index.errors import CarrydError
 
 
 def settings_for(root: Path) -> Settings:

@@ -19,7 +19,12 @@ from hypothesis import strategies as st
 
 from carryd.daemon.cli import main
 from carryd.daemon.config import load_settings
-from carryd.daemon.hooks import session_start_answer, statusline_text, used_fraction
+from carryd.daemon.host_claude_code import (
+    session_start_answer,
+    session_start_payload,
+    statusline_text,
+    used_fraction,
+)
 
 VENV_CARRYD = Path(sys.executable).absolute().parent / "carryd"
 SOURCES = ("startup", "resume", "clear", "compact")
@@ -281,7 +286,7 @@ def test_any_input_gets_a_valid_answer_within_the_budget(
     config.write_text(f'root = "{root}"\n[hooks]\ninline_chars = {budget}\n', encoding="utf-8")
     answer = session_start_answer(stdin, load_settings(config), None)
     assert answer.context is not None and len(answer.context) <= budget
-    session_answer(json.dumps(answer.to_json()), budget)
+    session_answer(json.dumps(session_start_payload(answer)), budget)
     line = statusline_text(stdin, load_settings(config), None)
     assert "\n" not in line and line.startswith(("[", "ctx "))
 
@@ -793,7 +798,28 @@ def test_with_the_daemon_running_the_hook_recalls_through_it(
 def test_a_cwd_no_path_can_hold_is_bad_input_not_a_crash(root: Path) -> None:
     settings = load_settings(None, root=root)
     answer = session_start_answer('{"cwd": "/tmp/a\\u0000b", "source": "clear"}', settings, None)
-    assert answer.to_json()["hookSpecificOutput"]["additionalContext"].count("no usable cwd") == 1
+    context = session_start_payload(answer)["hookSpecificOutput"]["additionalContext"]
+    assert context.count("no usable cwd") == 1
     status = '{"cwd": "\\u0000", "context_window": {"used_percentage": 80}}'
     line = statusline_text(status, settings, None)
     assert "no cwd" in line
+
+
+def test_codex_session_start_speaks_the_same_wire_format(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`carryd hook codex session-start` answers Codex's SessionStart hook (Claude Code's wire
+    format); an event Codex has no hook for still answers, empty, with exit 0."""
+    root = tmp_path / "memory"
+    (root / "shop").mkdir(parents=True)
+    stdin = json.dumps({"cwd": "/nowhere/shop", "source": "startup"})
+    answers = []
+    for host in ("claude-code", "codex"):
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        assert main(["hook", host, "session-start", "--root", str(root)]) == 0
+        answers.append(capsys.readouterr().out)
+    assert answers[0] == answers[1]
+    assert session_answer(answers[1]) is not None
+    monkeypatch.setattr(sys, "stdin", io.StringIO('{"cwd": "/nowhere/shop"}'))
+    assert main(["hook", "codex", "statusline", "--root", str(root)]) == 0
+    assert capsys.readouterr().out == "\n"

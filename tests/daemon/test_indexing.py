@@ -18,17 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from carryd.daemon.cli import main
 from carryd.daemon.config import ModelSettings, Settings, load_settings
-from carryd.daemon.indexing import (
-    SyncReport,
-    explicit_model_keys,
-    load_embedder_for,
-    repair_root,
-    sync_root,
-    verify_root,
-)
+from carryd.daemon.indexing import SyncReport, sync_root
+from carryd.daemon.model import explicit_model_keys, load_embedder_for
+from carryd.daemon.verifying import repair_root, verify_root
 from carryd.index.entries import parse_entries
 from carryd.index.store import Store
 from carryd.index.tokenize import TOKENIZER_VERSION, terms

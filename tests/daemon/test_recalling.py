@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from carryd.daemon.cli import main
 from carryd.daemon.config import Settings, parse_settings
-from carryd.daemon.indexing import load_embedder_for, open_store, sync_root
+from carryd.daemon.indexing import sync_root
+from carryd.daemon.layout import open_store
+from carryd.daemon.model import load_embedder_for
 from carryd.daemon.recalling import Recaller
 from carryd.index.embed import Embedder
 from carryd.index.store import Store

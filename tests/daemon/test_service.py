@@ -16,10 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from carryd.daemon.config import Settings, load_settings
+from carryd.daemon.errors import UsageError
 from carryd.daemon.service import (
     CommandResult,
     carryd_command,
@@ -30,7 +28,8 @@ from carryd.daemon.service import (
     systemd_escape_path,
     systemd_quote,
 )
-from carryd.index.errors import UsageError
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 VENV_CARRYD = Path(sys.executable).absolute().parent / "carryd"
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")

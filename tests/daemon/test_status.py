@@ -12,15 +12,9 @@ from typing import Any
 import pytest
 from carryd.daemon.cli import main
 from carryd.daemon.config import ModelSettings, Settings
-from carryd.daemon.status import (
-    DaemonState,
-    carry_report,
-    pid_alive,
-    probe_model,
-    read_state,
-    render_text,
-    status_report,
-)
+from carryd.daemon.layout import carry_report
+from carryd.daemon.state import DaemonState, pid_alive, read_state
+from carryd.daemon.status import probe_model, render_text, status_report
 
 
 def make_settings(root: Path, model_path: str = "") -> Settings:

@@ -360,8 +360,11 @@ def test_the_verify_task_repairs_damage_inside_the_index(tmp_path, use_model) ->
     """A reconcile only re-reads changed files; lost postings and vectors need the repair."""
     import sqlite3
 
-    from carryd.daemon.indexing import load_embedder_for, open_store, sync_root, verify_root
-    from carryd.daemon.status import DaemonState
+    from carryd.daemon.indexing import sync_root
+    from carryd.daemon.layout import open_store
+    from carryd.daemon.model import load_embedder_for
+    from carryd.daemon.state import DaemonState
+    from carryd.daemon.verifying import verify_root
     from carryd.daemon.worker import Indexer
 
     root = tmp_path / "root"
