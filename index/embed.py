@@ -268,8 +268,10 @@ class FastEmbedder:
         )
         if vectors.ndim != 2 or vectors.shape[1] != self.identity.dim:
             raise EmbedderUnavailable(
-                f"model {self.identity.name} returns vectors of shape {vectors.shape[1:]}, "
-                f"not the configured dim {self.identity.dim}; fix model.dim in the config"
+                self._unusable_message(
+                    f"it returns vectors of shape {vectors.shape[1:]}, not the configured dim "
+                    f"{self.identity.dim}; fix model.dim in the config"
+                )
             )
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors /= np.where(norms > 0, norms, 1.0)
@@ -278,7 +280,6 @@ class FastEmbedder:
     def _create(self) -> Any:
         try:
             from fastembed import TextEmbedding
-            from fastembed.common.model_description import ModelSource, PoolingType
             from loguru import logger as fastembed_logger
         except ImportError as error:
             raise EmbedderUnavailable(
@@ -286,21 +287,40 @@ class FastEmbedder:
             ) from error
         # fastembed logs each failed source at ERROR; our one EmbedderUnavailable says it better.
         fastembed_logger.disable("fastembed")
+        model = self._construct(TextEmbedding, output=None)
+        # fastembed pools the ONNX graph's first output. A sentence-transformers export can have
+        # other outputs first (input ids, a pooled vector): take the token embeddings by name.
+        outputs = _onnx_outputs(model)
+        if outputs is not None:
+            chosen = pick_output(outputs, self.identity.dim)
+            if isinstance(chosen, OutputProblem):
+                raise EmbedderUnavailable(self._unusable_message(chosen.reason))
+            if chosen != outputs[0].name:
+                log.info("model %s: pooling the ONNX output %r", self._where(), chosen)
+                model = self._construct(TextEmbedding, output=chosen)
+        self._check_produces_vectors(model)
+        return model
+
+    def _construct(self, text_embedding: Any, *, output: str | None) -> Any:
+        from fastembed.common.model_description import ModelSource, PoolingType
+
         identity = self.identity
-        # Our own registry name per identity: never collides with fastembed's built-in
-        # descriptions (whose pooling/file may differ) nor with another folder's model.
-        registered = "carryd/" + hashlib.sha256(identity.key().encode()).hexdigest()[:16]
+        # Our own registry name per identity (and output): never collides with fastembed's
+        # built-in descriptions (whose pooling/file may differ) nor with another folder's model.
+        digest = hashlib.sha256(f"{identity.key()}|{output}".encode()).hexdigest()[:16]
+        registered = "carryd/" + digest
         source = identity.name if self.model_dir is None else registered
         if not any(
-            model["model"].lower() == registered for model in TextEmbedding.list_supported_models()
+            model["model"].lower() == registered for model in text_embedding.list_supported_models()
         ):
-            TextEmbedding.add_custom_model(
+            text_embedding.add_custom_model(
                 model=registered,
                 pooling=PoolingType.CLS if identity.pooling == "cls" else PoolingType.MEAN,
                 normalization=True,
                 sources=ModelSource(hf=source),
                 dim=identity.dim,
                 model_file=identity.file,
+                output_name=output,
             )
         options: dict[str, Any] = {
             "model_name": registered,
@@ -316,12 +336,45 @@ class FastEmbedder:
             if not self.allow_download:
                 options["local_files_only"] = True
         try:
-            return TextEmbedding(**options)
+            return text_embedding(**options)
         # fastembed, huggingface_hub and onnxruntime raise many unrelated types here (ValueError,
         # OSError, onnxruntime's Fail/InvalidProtobuf/NoSuchFile, HTTP errors); each one means
         # "this model cannot be loaded", which the caller turns into a degraded index.
         except Exception as error:  # noqa: BLE001 — third-party boundary, re-raised as ours
             raise EmbedderUnavailable(self._unavailable_message(error)) from error
+
+    def _check_produces_vectors(self, model: Any) -> None:
+        """Embed one short text: a model that loads but cannot make a vector of the identity's
+        dimension (wrong outputs, a tokenizer that does not fit the graph, a wrong dim) is
+        unusable, said once here, not as a traceback in the middle of a sync."""
+        import numpy as np
+
+        try:
+            vectors = list(model.embed(["carryd model check"], batch_size=1))
+        except Exception as error:  # noqa: BLE001 — third-party boundary, re-raised as ours
+            raise EmbedderUnavailable(
+                self._unusable_message(f"embedding a test sentence failed: {_brief(error)}")
+            ) from error
+        vector = np.asarray(vectors[0]) if len(vectors) == 1 else np.zeros(0)
+        if vector.shape != (self.identity.dim,):
+            raise EmbedderUnavailable(
+                self._unusable_message(
+                    f"it makes vectors of shape {vector.shape}, not ({self.identity.dim},); "
+                    "fix model.dim in the config (or hidden_size in config.json)"
+                )
+            )
+        if not np.issubdtype(vector.dtype, np.floating) or not np.all(np.isfinite(vector)):
+            raise EmbedderUnavailable(
+                self._unusable_message(f"its vectors are not finite floats ({vector.dtype})")
+            )
+
+    def _where(self) -> str:
+        if self.model_dir is not None:
+            return f"in {self.model_dir} ({self.identity.file})"
+        return f"{self.identity.name} ({self.identity.file})"
+
+    def _unusable_message(self, reason: str) -> str:
+        return f"the model {self._where()} cannot make embeddings: {reason}; {FIX_HINT}"
 
     def _unavailable_message(self, error: BaseException) -> str:
         detail = f"{type(error).__name__}: {error}".strip()
@@ -343,3 +396,77 @@ class FastEmbedder:
             f"the default model {self.identity.name} ({self.identity.file}) is not in {where} "
             f"and {why}: {detail}; {FIX_HINT}, or allow a one-time download"
         )
+
+
+@dataclass(frozen=True)
+class OnnxOutput:
+    """One output of an ONNX graph: name, element type ("tensor(float)") and shape (an int per
+    fixed axis, None or a name for a symbolic one)."""
+
+    name: str
+    type: str
+    shape: tuple[int | str | None, ...]
+
+
+@dataclass(frozen=True)
+class OutputProblem:
+    reason: str
+
+
+FLOAT_TYPES = ("tensor(float)", "tensor(float16)", "tensor(double)", "tensor(bfloat16)")
+
+
+def pick_output(outputs: Sequence[OnnxOutput], dim: int) -> str | OutputProblem:
+    """Given an ONNX graph's outputs and the identity's dim, return the name of the token
+    embeddings output to pool ([batch, tokens, dim] floats), or why there is none.
+
+    The first output wins when it fits (what fastembed does by default); otherwise the first
+    output that fits with exactly `dim` as its last axis.
+    """
+    tokens = [o for o in outputs if o.type in FLOAT_TYPES and len(o.shape) == 3]
+    if tokens and tokens[0] is outputs[0]:
+        size = outputs[0].shape[2]
+        if size == dim or not isinstance(size, int):  # a symbolic size: the test sentence checks
+            return outputs[0].name
+    for output in tokens:
+        if output.shape[2] == dim:
+            return output.name
+    described = ", ".join(f"{o.name!r} {o.type} {list(o.shape)}" for o in outputs) or "none"
+    if tokens:
+        sizes = sorted({str(o.shape[2]) for o in tokens})
+        return OutputProblem(
+            f"its token embeddings have {' or '.join(sizes)} dimensions, not {dim} (from "
+            f"config.json's hidden_size or model.dim; outputs: {described}); fix model.dim"
+        )
+    return OutputProblem(
+        "no output of its ONNX graph is token embeddings [batch, tokens, "
+        f"{dim}] floats (outputs: {described})"
+    )
+
+
+def _onnx_outputs(model: Any) -> tuple[OnnxOutput, ...] | None:
+    """Given a loaded fastembed TextEmbedding, return its ONNX session's outputs, or None when
+    this fastembed keeps them elsewhere (then only the test sentence checks the model)."""
+    session = getattr(getattr(model, "model", None), "model", None)
+    get_outputs = getattr(session, "get_outputs", None)
+    if get_outputs is None:
+        return None
+    try:
+        return tuple(
+            OnnxOutput(
+                name=str(output.name),
+                type=str(output.type),
+                shape=tuple(
+                    axis if isinstance(axis, int | str) or axis is None else None
+                    for axis in (output.shape or ())
+                ),
+            )
+            for output in get_outputs()
+        )
+    except Exception:  # noqa: BLE001 — an introspection nicety, never a reason to fail
+        return None
+
+
+def _brief(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text[:300]}"

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from carryd.index.embed import (
     DEFAULT_IDENTITY,
     FastEmbedder,
@@ -205,3 +204,36 @@ def test_a_missing_default_model_fails_fast_offline(tmp_path: Path, allow_downlo
     assert "Xenova/multilingual-e5-small" in message
     assert "CARRYD_MODEL_PATH" in message
     assert str(tmp_path / "cache") in message
+
+
+@pytest.fixture(scope="session")
+def second_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.testmodel import build_second_model
+
+    return build_second_model(tmp_path_factory.getbasetemp() / "second-model")
+
+
+def test_the_second_test_model_embeds_through_carryds_folder_loading(
+    second_model_dir: Path, model_dir: Path
+):
+    # paraphrase-MiniLM-L3-v2's ONNX export lists input ids first and the token embeddings
+    # third: the embedder pools the token embeddings, as sentence-transformers does.
+    identity = identity_for_folder(second_model_dir, {})
+    assert identity == ModelIdentity(
+        name="sentence-transformers/paraphrase-MiniLM-L3-v2",
+        file="model.onnx",
+        query_prefix="",
+        passage_prefix="",
+        dim=384,
+        pooling="mean",
+    )
+    second = FastEmbedder(identity, model_dir=second_model_dir, threads=1)
+    texts = ["sqlite write-ahead log", "cats sleep on warm laptops all afternoon long"]
+    vectors = second.embed_passages(texts)
+    assert vectors.dtype == np.float32 and vectors.shape == (2, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert int(np.argmax(vectors @ second.embed_query("write-ahead logging in sqlite"))) == 0
+    # Another model, another embedding space: same text, unrelated vectors.
+    first = FastEmbedder(identity_for_folder(model_dir, {}), model_dir=model_dir, threads=1)
+    assert identity.key() != first.identity.key()
+    assert float(first.embed_passages(texts[:1])[0] @ vectors[0]) < 0.5
