@@ -270,7 +270,8 @@ class FastEmbedder:
             raise EmbedderUnavailable(
                 self._unusable_message(
                     f"it returns vectors of shape {vectors.shape[1:]}, not the configured dim "
-                    f"{self.identity.dim}; fix model.dim in the config"
+                    f"{self.identity.dim}; fix model.dim in the config",
+                    fixed=True,
                 )
             )
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -294,7 +295,7 @@ class FastEmbedder:
         if outputs is not None:
             chosen = pick_output(outputs, self.identity.dim)
             if isinstance(chosen, OutputProblem):
-                raise EmbedderUnavailable(self._unusable_message(chosen.reason))
+                raise EmbedderUnavailable(self._unusable_message(chosen.reason, fixed=chosen.fixed))
             if chosen != outputs[0].name:
                 log.info("model %s: pooling the ONNX output %r", self._where(), chosen)
                 model = self._construct(TextEmbedding, output=chosen)
@@ -360,7 +361,8 @@ class FastEmbedder:
             raise EmbedderUnavailable(
                 self._unusable_message(
                     f"it makes vectors of shape {vector.shape}, not ({self.identity.dim},); "
-                    "fix model.dim in the config (or hidden_size in config.json)"
+                    "fix model.dim in the config (or hidden_size in config.json)",
+                    fixed=True,
                 )
             )
         if not np.issubdtype(vector.dtype, np.floating) or not np.all(np.isfinite(vector)):
@@ -373,8 +375,10 @@ class FastEmbedder:
             return f"in {self.model_dir} ({self.identity.file})"
         return f"{self.identity.name} ({self.identity.file})"
 
-    def _unusable_message(self, reason: str) -> str:
-        return f"the model {self._where()} cannot make embeddings: {reason}; {FIX_HINT}"
+    def _unusable_message(self, reason: str, *, fixed: bool = False) -> str:
+        """fixed: the reason already says how to fix it; otherwise the general fix follows."""
+        fix = "" if fixed else f"; {FIX_HINT}"
+        return f"the model {self._where()} cannot make embeddings: {reason}{fix}"
 
     def _unavailable_message(self, error: BaseException) -> str:
         detail = f"{type(error).__name__}: {error}".strip()
@@ -411,6 +415,7 @@ class OnnxOutput:
 @dataclass(frozen=True)
 class OutputProblem:
     reason: str
+    fixed: bool = False  # the reason says how to fix it
 
 
 FLOAT_TYPES = ("tensor(float)", "tensor(float16)", "tensor(double)", "tensor(bfloat16)")
@@ -435,8 +440,10 @@ def pick_output(outputs: Sequence[OnnxOutput], dim: int) -> str | OutputProblem:
     if tokens:
         sizes = sorted({str(o.shape[2]) for o in tokens})
         return OutputProblem(
-            f"its token embeddings have {' or '.join(sizes)} dimensions, not {dim} (from "
-            f"config.json's hidden_size or model.dim; outputs: {described}); fix model.dim"
+            f"its token embeddings have {' or '.join(sizes)} dimensions, not {dim} (outputs: "
+            f"{described}); set model.dim = {sizes[0]} in the config, or fix hidden_size in "
+            "config.json",
+            fixed=True,
         )
     return OutputProblem(
         "no output of its ONNX graph is token embeddings [batch, tokens, "

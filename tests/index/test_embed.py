@@ -13,8 +13,11 @@ from carryd.index.embed import (
     DEFAULT_IDENTITY,
     FastEmbedder,
     ModelIdentity,
+    OnnxOutput,
+    OutputProblem,
     identity_for_default,
     identity_for_folder,
+    pick_output,
 )
 from carryd.index.errors import EmbedderUnavailable
 
@@ -177,7 +180,7 @@ def test_prefixes_are_added_by_carryd(model_dir: Path):
 
 def test_a_wrong_configured_dim_is_caught_on_first_use(model_dir: Path):
     embedder = FastEmbedder(identity_for_folder(model_dir, {"dim": 128}), model_dir=model_dir)
-    with pytest.raises(EmbedderUnavailable, match="fix model.dim"):
+    with pytest.raises(EmbedderUnavailable, match="set model.dim = 384"):
         embedder.embed_passages(["x"])
 
 
@@ -237,3 +240,17 @@ def test_the_second_test_model_embeds_through_carryds_folder_loading(
     first = FastEmbedder(identity_for_folder(model_dir, {}), model_dir=model_dir, threads=1)
     assert identity.key() != first.identity.key()
     assert float(first.embed_passages(texts[:1])[0] @ vectors[0]) < 0.5
+
+
+def test_the_token_embeddings_output_is_picked_by_shape_or_the_problem_is_named():
+    ids = OnnxOutput("output", "tensor(int64)", ("batch", "tokens"))
+    tokens = OnnxOutput("onnx::Shape_422", "tensor(float)", ("batch", "tokens", 384))
+    pooled = OnnxOutput("461", "tensor(float)", ("batch", 384))
+    symbolic = OnnxOutput("last_hidden_state", "tensor(float)", ("batch", "tokens", "hidden"))
+    assert pick_output([tokens, pooled], 384) == "onnx::Shape_422"
+    assert pick_output([ids, pooled, tokens], 384) == "onnx::Shape_422"
+    assert pick_output([symbolic, tokens], 384) == "last_hidden_state"
+    wrong_dim = pick_output([tokens], 768)
+    assert isinstance(wrong_dim, OutputProblem) and "model.dim = 384" in wrong_dim.reason
+    none = pick_output([ids, pooled], 384)
+    assert isinstance(none, OutputProblem) and "'461' tensor(float)" in none.reason
