@@ -218,12 +218,22 @@ def load_embedder_for(
                 threads=model.threads,
                 batch_size=model.batch_size,
                 allow_download=model.allow_download,
+                download_guard=download_guard_for(settings),
             )
         if not lazy:
             embedder.load()
     except EmbedderUnavailable as error:
         return None, str(error)
     return embedder, None
+
+
+def download_guard_for(settings: Settings) -> Any:
+    """Given the settings, return the guard that decides fast whether to download the default
+    model and remembers a failed download (daemon/model_fetch.py)."""
+    from carryd.daemon.model_fetch import DownloadGuard
+
+    retry = getattr(settings.model, "download_retry_minutes", 60)
+    return DownloadGuard(model_cache_dir(settings), retry_minutes=float(retry))
 
 
 def model_cache_dir(settings: Settings) -> Path:

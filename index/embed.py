@@ -87,6 +87,21 @@ class Embedder(Protocol):
         ...
 
 
+class DownloadGuard(Protocol):
+    """The daemon side's say on downloading the default model (daemon/model_fetch.py): it
+    probes the network, remembers a failed download for a while and words the messages."""
+
+    def before_download(self, identity: ModelIdentity) -> str | None:
+        """None: go ahead and download; else the message that says why not."""
+        ...
+
+    def download_failed(self, identity: ModelIdentity, detail: str) -> str:
+        """Remember a failed download; return the message to show."""
+        ...
+
+    def download_succeeded(self, identity: ModelIdentity) -> None: ...
+
+
 def is_e5(name: str) -> bool:
     """Given a model name, return whether it is an E5 model (which needs prefixes)."""
     return "e5" in name.lower()
@@ -222,8 +237,10 @@ class FastEmbedder:
         threads: int = 0,
         batch_size: int = 64,
         allow_download: bool = True,
+        download_guard: DownloadGuard | None = None,
     ) -> None:
         self.identity = identity
+        self.download_guard = download_guard
         self.model_dir = model_dir
         self.cache_dir = cache_dir
         self.threads = threads
@@ -288,7 +305,7 @@ class FastEmbedder:
             ) from error
         # fastembed logs each failed source at ERROR; our one EmbedderUnavailable says it better.
         fastembed_logger.disable("fastembed")
-        model = self._construct(TextEmbedding, output=None)
+        model = self._load_or_download(TextEmbedding)
         # fastembed pools the ONNX graph's first output. A sentence-transformers export can have
         # other outputs first (input ids, a pooled vector): take the token embeddings by name.
         outputs = _onnx_outputs(model)
@@ -302,7 +319,32 @@ class FastEmbedder:
         self._check_produces_vectors(model)
         return model
 
-    def _construct(self, text_embedding: Any, *, output: str | None) -> Any:
+    def _load_or_download(self, text_embedding: Any) -> Any:
+        """A local folder, or the default model from the cache; only when it is not cached and
+        a download is allowed, the guard decides (fast) whether to try."""
+        guard = self.download_guard
+        if self.model_dir is not None or not self.allow_download or guard is None:
+            return self._construct(text_embedding, output=None)
+        try:
+            return self._construct(text_embedding, output=None, local_only=True)
+        except EmbedderUnavailable:
+            pass  # not cached (or a damaged cache): a download is needed
+        refusal = guard.before_download(self.identity)
+        if refusal is not None:
+            raise EmbedderUnavailable(refusal)
+        try:
+            model = self._construct(text_embedding, output=None)
+        except EmbedderUnavailable as error:
+            cause = error.__cause__ or error
+            raise EmbedderUnavailable(
+                guard.download_failed(self.identity, _brief(cause))
+            ) from error
+        guard.download_succeeded(self.identity)
+        return model
+
+    def _construct(
+        self, text_embedding: Any, *, output: str | None, local_only: bool = False
+    ) -> Any:
         from fastembed.common.model_description import ModelSource, PoolingType
 
         identity = self.identity
@@ -334,7 +376,7 @@ class FastEmbedder:
         else:
             if self.cache_dir is not None:
                 options["cache_dir"] = str(self.cache_dir)
-            if not self.allow_download:
+            if local_only or not self.allow_download:
                 options["local_files_only"] = True
         try:
             return text_embedding(**options)
