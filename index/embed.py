@@ -281,7 +281,8 @@ class FastEmbedder:
         if not texts:
             return np.zeros((0, self.identity.dim), dtype=np.float32)
         vectors = np.asarray(
-            list(self._model.embed(texts, batch_size=self.batch_size)), dtype=np.float32
+            list(self._model.embed([_encodable(t) for t in texts], batch_size=self.batch_size)),
+            dtype=np.float32,
         )
         if vectors.ndim != 2 or vectors.shape[1] != self.identity.dim:
             raise EmbedderUnavailable(
@@ -514,6 +515,16 @@ def _onnx_outputs(model: Any) -> tuple[OnnxOutput, ...] | None:
         )
     except Exception:  # noqa: BLE001 — an introspection nicety, never a reason to fail
         return None
+
+
+def _encodable(text: str) -> str:
+    """Given a text, return it with lone surrogates (the undecodable bytes of a command-line
+    argument) as U+FFFD: the tokenizer raises a TypeError on them."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
 
 
 def _brief(error: BaseException) -> str:

@@ -254,3 +254,11 @@ def test_the_token_embeddings_output_is_picked_by_shape_or_the_problem_is_named(
     assert isinstance(wrong_dim, OutputProblem) and "model.dim = 384" in wrong_dim.reason
     none = pick_output([ids, pooled], 384)
     assert isinstance(none, OutputProblem) and "'461' tensor(float)" in none.reason
+
+
+def test_undecodable_argument_bytes_embed_instead_of_raising(model_dir: Path):
+    # `carryd recall "$(printf 'refund \xff')"`: Python hands the byte over as a lone surrogate.
+    embedder = FastEmbedder(identity_for_folder(model_dir, {}), model_dir=model_dir)
+    vector = embedder.embed_query("refund \udcff")
+    assert vector.shape == (384,) and np.isfinite(vector).all()
+    assert np.allclose(vector, embedder.embed_query("refund \ufffd"), atol=1e-6)
