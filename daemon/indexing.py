@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from carryd.daemon.config import ModelSettings, Settings
+from carryd.daemon.model_fetch import guard_for
 from carryd.daemon.scan import (
     Problem,
     in_scope,
@@ -218,22 +219,13 @@ def load_embedder_for(
                 threads=model.threads,
                 batch_size=model.batch_size,
                 allow_download=model.allow_download,
-                download_guard=download_guard_for(settings),
+                download_guard=guard_for(model_cache_dir(settings), model),
             )
         if not lazy:
             embedder.load()
     except EmbedderUnavailable as error:
         return None, str(error)
     return embedder, None
-
-
-def download_guard_for(settings: Settings) -> Any:
-    """Given the settings, return the guard that decides fast whether to download the default
-    model and remembers a failed download (daemon/model_fetch.py)."""
-    from carryd.daemon.model_fetch import DownloadGuard
-
-    retry = getattr(settings.model, "download_retry_minutes", 60)
-    return DownloadGuard(model_cache_dir(settings), retry_minutes=float(retry))
 
 
 def model_cache_dir(settings: Settings) -> Path:

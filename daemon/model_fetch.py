@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from carryd.index.embed import ModelIdentity
@@ -169,6 +170,12 @@ class DownloadGuard:
             os.replace(temporary, self.marker)
         except OSError as error:  # a read-only cache only costs the memory of the failure
             log.debug("cannot write %s: %s", self.marker, error)
+
+
+def guard_for(cache_dir: Path, model: Any) -> DownloadGuard:
+    """Given the model cache dir and the [model] settings, return their download guard."""
+    retry = getattr(model, "download_retry_minutes", 60)
+    return DownloadGuard(cache_dir, retry_minutes=float(retry))
 
 
 def _clock(epoch: float) -> str:
