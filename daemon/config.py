@@ -56,6 +56,8 @@ class ModelSettings:
     threads: int = 0
     # Whether carryd may download the default model when none is cached.
     allow_download: bool = True
+    # After a failed download (no network), minutes before carryd tries again.
+    download_retry_minutes: int = 60
 
 
 @dataclass(frozen=True)

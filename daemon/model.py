@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from carryd.daemon.config import ModelSettings, Settings
+from carryd.daemon.model_fetch import guard_for
 from carryd.index.embed import (
     IDENTITY_KEYS,
     FastEmbedder,
@@ -59,6 +60,7 @@ def load_embedder_for(
                 threads=model.threads,
                 batch_size=model.batch_size,
                 allow_download=model.allow_download,
+                download_guard=guard_for(model_cache_dir(settings), model),
             )
         if not lazy:
             embedder.load()

@@ -87,6 +87,21 @@ class Embedder(Protocol):
         ...
 
 
+class DownloadGuard(Protocol):
+    """The daemon side's say on downloading the default model (daemon/model_fetch.py): it
+    probes the network, remembers a failed download for a while and words the messages."""
+
+    def before_download(self, identity: ModelIdentity) -> str | None:
+        """None: go ahead and download; else the message that says why not."""
+        ...
+
+    def download_failed(self, identity: ModelIdentity, detail: str) -> str:
+        """Remember a failed download; return the message to show."""
+        ...
+
+    def download_succeeded(self, identity: ModelIdentity) -> None: ...
+
+
 def is_e5(name: str) -> bool:
     """Given a model name, return whether it is an E5 model (which needs prefixes)."""
     return "e5" in name.lower()
@@ -222,8 +237,10 @@ class FastEmbedder:
         threads: int = 0,
         batch_size: int = 64,
         allow_download: bool = True,
+        download_guard: DownloadGuard | None = None,
     ) -> None:
         self.identity = identity
+        self.download_guard = download_guard
         self.model_dir = model_dir
         self.cache_dir = cache_dir
         self.threads = threads
@@ -264,12 +281,16 @@ class FastEmbedder:
         if not texts:
             return np.zeros((0, self.identity.dim), dtype=np.float32)
         vectors = np.asarray(
-            list(self._model.embed(texts, batch_size=self.batch_size)), dtype=np.float32
+            list(self._model.embed([_encodable(t) for t in texts], batch_size=self.batch_size)),
+            dtype=np.float32,
         )
         if vectors.ndim != 2 or vectors.shape[1] != self.identity.dim:
             raise EmbedderUnavailable(
-                f"model {self.identity.name} returns vectors of shape {vectors.shape[1:]}, "
-                f"not the configured dim {self.identity.dim}; fix model.dim in the config"
+                self._unusable_message(
+                    f"it returns vectors of shape {vectors.shape[1:]}, not the configured dim "
+                    f"{self.identity.dim}; fix model.dim in the config",
+                    fixed=True,
+                )
             )
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors /= np.where(norms > 0, norms, 1.0)
@@ -278,7 +299,6 @@ class FastEmbedder:
     def _create(self) -> Any:
         try:
             from fastembed import TextEmbedding
-            from fastembed.common.model_description import ModelSource, PoolingType
             from loguru import logger as fastembed_logger
         except ImportError as error:
             raise EmbedderUnavailable(
@@ -286,21 +306,65 @@ class FastEmbedder:
             ) from error
         # fastembed logs each failed source at ERROR; our one EmbedderUnavailable says it better.
         fastembed_logger.disable("fastembed")
+        model = self._load_or_download(TextEmbedding)
+        # fastembed pools the ONNX graph's first output. A sentence-transformers export can have
+        # other outputs first (input ids, a pooled vector): take the token embeddings by name.
+        outputs = _onnx_outputs(model)
+        if outputs is not None:
+            chosen = pick_output(outputs, self.identity.dim)
+            if isinstance(chosen, OutputProblem):
+                raise EmbedderUnavailable(self._unusable_message(chosen.reason, fixed=chosen.fixed))
+            if chosen != outputs[0].name:
+                log.info("model %s: pooling the ONNX output %r", self._where(), chosen)
+                model = self._construct(TextEmbedding, output=chosen)
+        self._check_produces_vectors(model)
+        return model
+
+    def _load_or_download(self, text_embedding: Any) -> Any:
+        """A local folder, or the default model from the cache; only when it is not cached and
+        a download is allowed, the guard decides (fast) whether to try."""
+        guard = self.download_guard
+        if self.model_dir is not None or not self.allow_download or guard is None:
+            return self._construct(text_embedding, output=None)
+        try:
+            return self._construct(text_embedding, output=None, local_only=True)
+        except EmbedderUnavailable:
+            pass  # not cached (or a damaged cache): a download is needed
+        refusal = guard.before_download(self.identity)
+        if refusal is not None:
+            raise EmbedderUnavailable(refusal)
+        try:
+            model = self._construct(text_embedding, output=None)
+        except EmbedderUnavailable as error:
+            cause = error.__cause__ or error
+            raise EmbedderUnavailable(
+                guard.download_failed(self.identity, _brief(cause))
+            ) from error
+        guard.download_succeeded(self.identity)
+        return model
+
+    def _construct(
+        self, text_embedding: Any, *, output: str | None, local_only: bool = False
+    ) -> Any:
+        from fastembed.common.model_description import ModelSource, PoolingType
+
         identity = self.identity
-        # Our own registry name per identity: never collides with fastembed's built-in
-        # descriptions (whose pooling/file may differ) nor with another folder's model.
-        registered = "carryd/" + hashlib.sha256(identity.key().encode()).hexdigest()[:16]
+        # Our own registry name per identity (and output): never collides with fastembed's
+        # built-in descriptions (whose pooling/file may differ) nor with another folder's model.
+        digest = hashlib.sha256(f"{identity.key()}|{output}".encode()).hexdigest()[:16]
+        registered = "carryd/" + digest
         source = identity.name if self.model_dir is None else registered
         if not any(
-            model["model"].lower() == registered for model in TextEmbedding.list_supported_models()
+            model["model"].lower() == registered for model in text_embedding.list_supported_models()
         ):
-            TextEmbedding.add_custom_model(
+            text_embedding.add_custom_model(
                 model=registered,
                 pooling=PoolingType.CLS if identity.pooling == "cls" else PoolingType.MEAN,
                 normalization=True,
                 sources=ModelSource(hf=source),
                 dim=identity.dim,
                 model_file=identity.file,
+                output_name=output,
             )
         options: dict[str, Any] = {
             "model_name": registered,
@@ -313,15 +377,51 @@ class FastEmbedder:
         else:
             if self.cache_dir is not None:
                 options["cache_dir"] = str(self.cache_dir)
-            if not self.allow_download:
+            if local_only or not self.allow_download:
                 options["local_files_only"] = True
         try:
-            return TextEmbedding(**options)
+            return text_embedding(**options)
         # fastembed, huggingface_hub and onnxruntime raise many unrelated types here (ValueError,
         # OSError, onnxruntime's Fail/InvalidProtobuf/NoSuchFile, HTTP errors); each one means
         # "this model cannot be loaded", which the caller turns into a degraded index.
         except Exception as error:  # noqa: BLE001 — third-party boundary, re-raised as ours
             raise EmbedderUnavailable(self._unavailable_message(error)) from error
+
+    def _check_produces_vectors(self, model: Any) -> None:
+        """Embed one short text: a model that loads but cannot make a vector of the identity's
+        dimension (wrong outputs, a tokenizer that does not fit the graph, a wrong dim) is
+        unusable, said once here, not as a traceback in the middle of a sync."""
+        import numpy as np
+
+        try:
+            vectors = list(model.embed(["carryd model check"], batch_size=1))
+        except Exception as error:  # noqa: BLE001 — third-party boundary, re-raised as ours
+            raise EmbedderUnavailable(
+                self._unusable_message(f"embedding a test sentence failed: {_brief(error)}")
+            ) from error
+        vector = np.asarray(vectors[0]) if len(vectors) == 1 else np.zeros(0)
+        if vector.shape != (self.identity.dim,):
+            raise EmbedderUnavailable(
+                self._unusable_message(
+                    f"it makes vectors of shape {vector.shape}, not ({self.identity.dim},); "
+                    "fix model.dim in the config (or hidden_size in config.json)",
+                    fixed=True,
+                )
+            )
+        if not np.issubdtype(vector.dtype, np.floating) or not np.all(np.isfinite(vector)):
+            raise EmbedderUnavailable(
+                self._unusable_message(f"its vectors are not finite floats ({vector.dtype})")
+            )
+
+    def _where(self) -> str:
+        if self.model_dir is not None:
+            return f"in {self.model_dir} ({self.identity.file})"
+        return f"{self.identity.name} ({self.identity.file})"
+
+    def _unusable_message(self, reason: str, *, fixed: bool = False) -> str:
+        """fixed: the reason already says how to fix it; otherwise the general fix follows."""
+        fix = "" if fixed else f"; {FIX_HINT}"
+        return f"the model {self._where()} cannot make embeddings: {reason}{fix}"
 
     def _unavailable_message(self, error: BaseException) -> str:
         detail = f"{type(error).__name__}: {error}".strip()
@@ -343,3 +443,90 @@ class FastEmbedder:
             f"the default model {self.identity.name} ({self.identity.file}) is not in {where} "
             f"and {why}: {detail}; {FIX_HINT}, or allow a one-time download"
         )
+
+
+@dataclass(frozen=True)
+class OnnxOutput:
+    """One output of an ONNX graph: name, element type ("tensor(float)") and shape (an int per
+    fixed axis, None or a name for a symbolic one)."""
+
+    name: str
+    type: str
+    shape: tuple[int | str | None, ...]
+
+
+@dataclass(frozen=True)
+class OutputProblem:
+    reason: str
+    fixed: bool = False  # the reason says how to fix it
+
+
+FLOAT_TYPES = ("tensor(float)", "tensor(float16)", "tensor(double)", "tensor(bfloat16)")
+
+
+def pick_output(outputs: Sequence[OnnxOutput], dim: int) -> str | OutputProblem:
+    """Given an ONNX graph's outputs and the identity's dim, return the name of the token
+    embeddings output to pool ([batch, tokens, dim] floats), or why there is none.
+
+    The first output wins when it fits (what fastembed does by default); otherwise the first
+    output that fits with exactly `dim` as its last axis.
+    """
+    tokens = [o for o in outputs if o.type in FLOAT_TYPES and len(o.shape) == 3]
+    if tokens and tokens[0] is outputs[0]:
+        size = outputs[0].shape[2]
+        if size == dim or not isinstance(size, int):  # a symbolic size: the test sentence checks
+            return outputs[0].name
+    for output in tokens:
+        if output.shape[2] == dim:
+            return output.name
+    described = ", ".join(f"{o.name!r} {o.type} {list(o.shape)}" for o in outputs) or "none"
+    if tokens:
+        sizes = sorted({str(o.shape[2]) for o in tokens})
+        return OutputProblem(
+            f"its token embeddings have {' or '.join(sizes)} dimensions, not {dim} (outputs: "
+            f"{described}); set model.dim = {sizes[0]} in the config, or fix hidden_size in "
+            "config.json",
+            fixed=True,
+        )
+    return OutputProblem(
+        "no output of its ONNX graph is token embeddings [batch, tokens, "
+        f"{dim}] floats (outputs: {described})"
+    )
+
+
+def _onnx_outputs(model: Any) -> tuple[OnnxOutput, ...] | None:
+    """Given a loaded fastembed TextEmbedding, return its ONNX session's outputs, or None when
+    this fastembed keeps them elsewhere (then only the test sentence checks the model)."""
+    session = getattr(getattr(model, "model", None), "model", None)
+    get_outputs = getattr(session, "get_outputs", None)
+    if get_outputs is None:
+        return None
+    try:
+        return tuple(
+            OnnxOutput(
+                name=str(output.name),
+                type=str(output.type),
+                shape=tuple(
+                    axis if isinstance(axis, int | str) or axis is None else None
+                    for axis in (output.shape or ())
+                ),
+            )
+            for output in get_outputs()
+        )
+    except Exception:  # noqa: BLE001 — an introspection nicety, never a reason to fail
+        return None
+
+
+def _encodable(text: str) -> str:
+    """Given a text, return it with lone surrogates (the undecodable bytes of a command-line
+    argument) as U+FFFD: the tokenizer raises a TypeError on them."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
+
+
+def _brief(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text[:300]}"

@@ -9,13 +9,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from carryd.index.embed import (
     DEFAULT_IDENTITY,
     FastEmbedder,
     ModelIdentity,
+    OnnxOutput,
+    OutputProblem,
     identity_for_default,
     identity_for_folder,
+    pick_output,
 )
 from carryd.index.errors import EmbedderUnavailable
 
@@ -178,7 +180,7 @@ def test_prefixes_are_added_by_carryd(model_dir: Path):
 
 def test_a_wrong_configured_dim_is_caught_on_first_use(model_dir: Path):
     embedder = FastEmbedder(identity_for_folder(model_dir, {"dim": 128}), model_dir=model_dir)
-    with pytest.raises(EmbedderUnavailable, match="fix model.dim"):
+    with pytest.raises(EmbedderUnavailable, match="set model.dim = 384"):
         embedder.embed_passages(["x"])
 
 
@@ -205,3 +207,58 @@ def test_a_missing_default_model_fails_fast_offline(tmp_path: Path, allow_downlo
     assert "Xenova/multilingual-e5-small" in message
     assert "CARRYD_MODEL_PATH" in message
     assert str(tmp_path / "cache") in message
+
+
+@pytest.fixture(scope="session")
+def second_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.testmodel import build_second_model
+
+    return build_second_model(tmp_path_factory.getbasetemp() / "second-model")
+
+
+def test_the_second_test_model_embeds_through_carryds_folder_loading(
+    second_model_dir: Path, model_dir: Path
+):
+    # paraphrase-MiniLM-L3-v2's ONNX export lists input ids first and the token embeddings
+    # third: the embedder pools the token embeddings, as sentence-transformers does.
+    identity = identity_for_folder(second_model_dir, {})
+    assert identity == ModelIdentity(
+        name="sentence-transformers/paraphrase-MiniLM-L3-v2",
+        file="model.onnx",
+        query_prefix="",
+        passage_prefix="",
+        dim=384,
+        pooling="mean",
+    )
+    second = FastEmbedder(identity, model_dir=second_model_dir, threads=1)
+    texts = ["sqlite write-ahead log", "cats sleep on warm laptops all afternoon long"]
+    vectors = second.embed_passages(texts)
+    assert vectors.dtype == np.float32 and vectors.shape == (2, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert int(np.argmax(vectors @ second.embed_query("write-ahead logging in sqlite"))) == 0
+    # Another model, another embedding space: same text, unrelated vectors.
+    first = FastEmbedder(identity_for_folder(model_dir, {}), model_dir=model_dir, threads=1)
+    assert identity.key() != first.identity.key()
+    assert float(first.embed_passages(texts[:1])[0] @ vectors[0]) < 0.5
+
+
+def test_the_token_embeddings_output_is_picked_by_shape_or_the_problem_is_named():
+    ids = OnnxOutput("output", "tensor(int64)", ("batch", "tokens"))
+    tokens = OnnxOutput("onnx::Shape_422", "tensor(float)", ("batch", "tokens", 384))
+    pooled = OnnxOutput("461", "tensor(float)", ("batch", 384))
+    symbolic = OnnxOutput("last_hidden_state", "tensor(float)", ("batch", "tokens", "hidden"))
+    assert pick_output([tokens, pooled], 384) == "onnx::Shape_422"
+    assert pick_output([ids, pooled, tokens], 384) == "onnx::Shape_422"
+    assert pick_output([symbolic, tokens], 384) == "last_hidden_state"
+    wrong_dim = pick_output([tokens], 768)
+    assert isinstance(wrong_dim, OutputProblem) and "model.dim = 384" in wrong_dim.reason
+    none = pick_output([ids, pooled], 384)
+    assert isinstance(none, OutputProblem) and "'461' tensor(float)" in none.reason
+
+
+def test_undecodable_argument_bytes_embed_instead_of_raising(model_dir: Path):
+    # `carryd recall "$(printf 'refund \xff')"`: Python hands the byte over as a lone surrogate.
+    embedder = FastEmbedder(identity_for_folder(model_dir, {}), model_dir=model_dir)
+    vector = embedder.embed_query("refund \udcff")
+    assert vector.shape == (384,) and np.isfinite(vector).all()
+    assert np.allclose(vector, embedder.embed_query("refund \ufffd"), atol=1e-6)
