@@ -80,6 +80,9 @@ class _Rule:
     # pattern must not leave the rest of a longer key behind), and it is also looked for
     # across a line break inside the token.
     extend: bool = False
+    # Lines of long tokens: runs only when two runs of 40+ token characters exist, from the
+    # first of them (a multi-line scan of every text would double the cost of redaction).
+    block_of_lines: bool = False
 
 
 def find_secrets(text: str) -> list[Secret]:
@@ -113,7 +116,14 @@ def _find(
         if rule is None or (rule.triggers and present.isdisjoint(rule.triggers)):
             continue
         matches: list[re.Match[str]] = []
-        if rule.long_token:
+        if rule.block_of_lines:
+            if runs is None:
+                runs = [match.span() for match in _LONG_TOKEN.finditer(text)]
+            long_runs = [start for start, end in runs if end - start >= 40]
+            if len(long_runs) >= 2:
+                line_start = text.rfind("\n", 0, long_runs[0]) + 1
+                matches.extend(rule.pattern.finditer(text, line_start))
+        elif rule.long_token:
             # The secret lies inside a run of 20+ token characters: search only those runs.
             if runs is None:
                 runs = [match.span() for match in _LONG_TOKEN.finditer(text)]
@@ -338,8 +348,10 @@ def _table_secrets(text: str) -> list[tuple[int, int, int]]:
         cells = _cells(line, offsets[number])
         following = lines[number + 1] if number + 1 < len(lines) else ""
         if _TABLE_SEPARATOR.match(following) and "|" in following:
+            # Keyed from the right: text before a row's first pipe (a list marker, a label)
+            # may add a cell on the left of the header only.
             columns = {
-                index: kind
+                index - len(cells): kind
                 for index, (_, _, cell) in enumerate(cells)
                 if (kind := label_kind(cell)) is not None
             }
@@ -347,7 +359,7 @@ def _table_secrets(text: str) -> list[tuple[int, int, int]]:
         if _TABLE_SEPARATOR.match(line):
             continue
         for index, (start, end, cell) in enumerate(cells):
-            kind = columns.get(index)
+            kind = columns.get(index - len(cells))
             if kind is None and index > 0:
                 kind = label_kind(cells[index - 1][2])
             if kind is not None and secret_value(cell, kind):
@@ -486,6 +498,21 @@ _TOKEN_RULES: tuple[_Rule, ...] = (
         "private_key",
         re.compile(r"(?s)PuTTY-User-Key-File-\d+:.*?(?:Private-MAC:[^\n]*|\Z)"),
         triggers=("putty-user-key-file-",),
+    ),
+    # The body of a key block whose BEGIN line is elsewhere (a renderer split the block at
+    # its blank line, or only the middle was pasted): two or more lines of 40-76 base64
+    # characters with the mix of random bytes.
+    _Rule(
+        "private_key",
+        re.compile(
+            r"(?m)^[ \t]*[A-Za-z0-9+/]{40,76}={0,2}[ \t]*\r?\n"
+            r"(?:[ \t]*[A-Za-z0-9+/]{40,76}={0,2}[ \t]*(?:\r?\n|\Z))+"
+            r"(?:[ \t]*[A-Za-z0-9+/]{1,76}={0,2}[ \t]*(?:\r?\n|\Z))?"
+            r"(?:[ \t]*=[A-Za-z0-9+/]{4}[ \t]*(?:\r?\n|\Z))?"
+        ),
+        lambda block: _looks_like_aws_secret("".join(block.split())),
+        group=False,
+        block_of_lines=True,
     ),
     _Rule(
         "anthropic_key",
