@@ -36,6 +36,9 @@ class IndexSettings:
     max_file_bytes: int = 8_000_000
     # Folder names skipped anywhere under the root (besides `state_dir`, always skipped).
     ignore_dirs: tuple[str, ...] = (".git", ".obsidian", "node_modules", ".trash")
+    # Index a file or folder whose real path (after symbolic links) lies outside the root.
+    # Off: a cloned memory repo must not pull ~/.aws/credentials into carries and recall.
+    follow_links_outside_root: bool = False
 
 
 @dataclass(frozen=True)
