@@ -23,6 +23,11 @@ class IndexCorrupt(CarrydError):
     """The index database cannot be used (truncated, corrupt, other schema or model)."""
 
 
+class IndexUnavailable(CarrydError):
+    """The index cannot be read or written for a reason outside it: the disk is full, the file
+    system is read-only, permission is denied. The index itself is fine and is never moved."""
+
+
 class EmbedderUnavailable(CarrydError):
     """No embedding model can be loaded; the message says what is missing."""
 
