@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from carryd.index.errors import CarrydError, ConfigError, UsageError
+from carryd.index.errors import CarrydError, ConfigError, UsageError, describe_os_error
 
 log = logging.getLogger(__name__)
 
@@ -190,6 +190,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as error:
+        # A full or read-only disk, a denied permission: a message, not a traceback.
+        print(f"carryd: {describe_os_error(error)}", file=sys.stderr)
+        return 1
 
 
 def _setup_logging(args: argparse.Namespace) -> None:

@@ -724,7 +724,11 @@ class _InProcess:
             # pays for it; a model that then fails to load degrades that answer.
             embedder, degraded = load_embedder_for(self._settings, lazy=True)
             self._store = open_store(self._settings)
-            if missing_index:
+            if self._store.recovered:
+                # A corrupt index was moved aside: say so, and rebuild rather than answer
+                # from an empty index as if nothing were remembered.
+                log.warning("%s", self._store.recovered)
+            if missing_index or self._store.created:
                 log.info("no index at %s yet: syncing the root once", self._settings.db_path)
                 sync_root(self._settings, store=self._store, embedder=embedder)
             self._recaller = Recaller(self._settings, self._store, embedder, degraded)

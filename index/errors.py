@@ -6,6 +6,8 @@ The CLI maps these to exit codes in one place (`carryd.daemon.cli`): `ConfigErro
 
 from __future__ import annotations
 
+import errno
+
 
 class CarrydError(Exception):
     """Base of every error carryd raises on purpose."""
@@ -47,3 +49,15 @@ class PromptBudgetError(CarrydError):
 
 class DaemonRunning(CarrydError):
     """Another carryd daemon already serves this root."""
+
+
+def describe_os_error(error: OSError, *, name_the_file: bool = True) -> str:
+    """Given an OSError, return one line naming the file, what went wrong and the fix."""
+    where = f"{error.filename}: " if error.filename and name_the_file else ""
+    if error.errno == errno.ENOSPC:
+        return f"{where}the disk is full; free space and run the command again"
+    if error.errno == errno.EROFS:
+        return f"{where}the file system is read-only; carryd writes its state there: mount it rw"
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return f"{where}permission denied; give the user running carryd read and write access"
+    return f"{where}{error.strerror or error}"

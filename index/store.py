@@ -33,7 +33,6 @@ in one transaction per `Batch`; reads use a second connection (SQLite is built s
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import logging
 import os
@@ -47,7 +46,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from carryd.index.entries import L0Source
-from carryd.index.errors import IndexCorrupt, IndexUnavailable
+from carryd.index.errors import IndexCorrupt, IndexUnavailable, describe_os_error
 from carryd.index.sync import EntryRow, FileRecord
 
 if TYPE_CHECKING:
@@ -145,6 +144,8 @@ class Store:
         self.recovered = recovered
         # This open made the schema: the index is new, empty or was just moved aside.
         self.created = False
+        # Why the index could only be opened read-only (a full or read-only disk), else None.
+        self.read_only: str | None = None
         self._live_key: str | None = None
 
     # -- opening and recovery ---------------------------------------------------------------
@@ -166,36 +167,25 @@ class Store:
                 f"{db_path.parent}: cannot create the index folder: {_os_cause(error)}"
             ) from error
         secure_state_folder(db_path.parent)
-        recovered: str | None = None
         live_key = str(db_path.resolve())
         in_use_here = _LIVE.get(live_key, 0) > 0
-        if not db_path.exists() and not in_use_here:
-            _move_orphans(db_path)
-        verdict = None if in_use_here else diagnose(db_path)
-        if verdict is not None:
-            kind, detail = verdict
-            aside = _move_aside(db_path, kind)
-            recovered = f"{db_path.name} was {detail}: moved to {aside.name}, rebuilding the index"
-            # INFO: callers surface `.recovered` themselves (the CLI prints it, the daemon logs it).
-            log.info("%s", recovered)
+        read_only: str | None = None
         try:
-            _create_private(db_path)
-            write = _connect(db_path)
-            created = _ensure_schema(write)
-            read = _connect(db_path)
-            read.execute("PRAGMA query_only = ON")
-        except sqlite3.DatabaseError as error:
-            if _is_corruption(error):
-                raise IndexCorrupt(
-                    f"{db_path}: cannot create the index ({error}); move the file aside"
-                ) from error
-            raise _unavailable(db_path, error) from error
-        except OSError as error:
-            raise IndexUnavailable(f"{db_path}: {_os_cause(error)}") from error
+            write, read, recovered, created = _open_read_write(db_path, in_use_here)
+        except IndexUnavailable as unavailable:
+            # A full or read-only disk: an index whose log is checkpointed can still be read
+            # (recall, expand, status); every write then names the cause.
+            connections = _read_only_connections(db_path)
+            if connections is None:
+                raise
+            write, read = connections
+            recovered, created, read_only = None, False, str(unavailable)
+            log.info("%s; opened it read-only", unavailable)
         _LIVE[live_key] = _LIVE.get(live_key, 0) + 1
         store = cls(db_path, write, read, recovered)
         store._live_key = live_key
         store.created = created
+        store.read_only = read_only
         return store
 
     def close(self) -> None:
@@ -490,6 +480,72 @@ class Store:
             raise
 
 
+def _open_read_write(
+    db_path: Path, in_use_here: bool
+) -> tuple[sqlite3.Connection, sqlite3.Connection, str | None, bool]:
+    """Given the index path, return (write, read, what recovery did, whether the schema was
+    made), moving a corrupt file aside first."""
+    recovered: str | None = None
+    if not db_path.exists() and not in_use_here:
+        _move_orphans(db_path)
+    verdict = None if in_use_here else diagnose(db_path)
+    if verdict is not None:
+        kind, detail = verdict
+        aside = _move_aside(db_path, kind)
+        recovered = f"{db_path.name} was {detail}: moved to {aside.name}, rebuilding the index"
+        # INFO: callers surface `.recovered` themselves (the CLI prints it, the daemon logs it).
+        log.info("%s", recovered)
+    try:
+        _create_private(db_path)
+        write = _connect(db_path)
+        created = _ensure_schema(write)
+        read = _connect(db_path)
+        read.execute("PRAGMA query_only = ON")
+    except sqlite3.DatabaseError as error:
+        if _is_corruption(error):
+            raise IndexCorrupt(
+                f"{db_path}: cannot create the index ({error}); move the file aside"
+            ) from error
+        raise _unavailable(db_path, error) from error
+    except OSError as error:
+        raise IndexUnavailable(f"{db_path}: {_os_cause(error)}") from error
+    return write, read, recovered, created
+
+
+def _read_only_connections(
+    db_path: Path,
+) -> tuple[sqlite3.Connection, sqlite3.Connection] | None:
+    """Given an index SQLite cannot open for writing, return two read-only connections to it,
+    or None. Only when its write-ahead log is empty or gone (everything is in the main file):
+    `immutable` reads need no `-shm`, which a full or read-only disk cannot provide."""
+    from urllib.parse import quote
+
+    wal = db_path.with_name(db_path.name + "-wal")
+    try:
+        if db_path.stat().st_size < 100 or (wal.exists() and wal.stat().st_size > 0):
+            return None
+    except OSError:
+        return None
+    uri = f"file:{quote(str(db_path))}?mode=ro&immutable=1"
+    connections: list[sqlite3.Connection] = []
+    try:
+        for _ in range(2):
+            connection = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False
+            )
+            connections.append(connection)
+            row = connection.execute(
+                "SELECT value FROM meta WHERE key = 'schema_version'"
+            ).fetchone()
+            if row is None or str(row[0]) != str(SCHEMA_VERSION):
+                raise sqlite3.DatabaseError("not an index of this schema")
+    except sqlite3.Error:
+        for connection in connections:
+            connection.close()
+        return None
+    return connections[0], connections[1]
+
+
 def _apply(connection: sqlite3.Connection, batch: Batch) -> None:
     if batch.delete_entries:
         ids = _ids(batch.delete_entries)
@@ -761,13 +817,7 @@ def _disk_cause(folder: Path) -> Literal["full", "read-only", "permission"] | No
 
 def _os_cause(error: OSError) -> str:
     """Given an OSError about the index, return its cause in words a user can act on."""
-    if error.errno == errno.ENOSPC:
-        return "the disk is full; free space and run the command again"
-    if error.errno == errno.EROFS:
-        return "the file system is read-only; mount it read-write"
-    if error.errno in (errno.EACCES, errno.EPERM):
-        return "permission denied; give the user running carryd read and write access"
-    return error.strerror or str(error)
+    return describe_os_error(error, name_the_file=False)
 
 
 def _rollback(connection: sqlite3.Connection) -> None:
