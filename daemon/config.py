@@ -215,8 +215,44 @@ def load_settings(
 
 
 def parse_settings(data: Mapping[str, Any], *, source: str = "config") -> Settings:
-    """Given parsed TOML, return `Settings`; an unknown key or a wrong type raises ConfigError."""
-    return _build(Settings, data, prefix="", source=source)
+    """Given parsed TOML, return `Settings`; an unknown key, a wrong type or a path that would
+    leave the root raises ConfigError."""
+    settings: Settings = _build(Settings, data, prefix="", source=source)
+    _check_name(settings.index.state_dir, key="index.state_dir", source=source)
+    for project, workspace in settings.workspaces.items():
+        _check_name(workspace, key=f'workspaces."{project}"', source=source)
+    carry = settings.carry
+    for name in ("plan_file", "ledger_file", "sidecar_file", "archive_dir"):
+        _check_inside(getattr(carry, name), key=f"carry.{name}", source=source)
+    return settings
+
+
+def _check_name(value: str, *, key: str, source: str) -> None:
+    """Given a folder name from the config, raise ConfigError unless it names one folder
+    directly inside the root (not absolute, no `..`, no separator)."""
+    if (
+        not value
+        or value in (".", "..")
+        or "/" in value
+        or "\\" in value
+        or "\0" in value
+        or os.path.isabs(value)
+    ):
+        raise ConfigError(
+            f"{source}: at '{key}': must be a folder name inside the memory root "
+            f"(no '/', '..' or absolute path), got {value!r}"
+        )
+
+
+def _check_inside(value: str, *, key: str, source: str) -> None:
+    """Given a path relative to a workspace, raise ConfigError when it is absolute or climbs
+    out with `..`."""
+    parts = value.replace("\\", "/").split("/")
+    if not value or os.path.isabs(value) or ".." in parts or "\0" in value:
+        raise ConfigError(
+            f"{source}: at '{key}': must be a path inside the workspace folder "
+            f"(relative, no '..'), got {value!r}"
+        )
 
 
 def _build(cls: type[Any], data: Mapping[str, Any], *, prefix: str, source: str) -> Any:
