@@ -121,8 +121,18 @@ def test_every_channel_was_exercised(channels: dict[str, str]) -> None:
     assert expanded.count("[redacted:") >= len(CORPUS)
 
 
+@pytest.fixture(scope="module")
+def everything(channels: dict[str, str]) -> str:
+    """Every channel in one lowercased text: one scan per secret instead of one per channel."""
+    return "\0".join(text.lower() for text in channels.values())
+
+
 @pytest.mark.parametrize("case", CORPUS, ids=[case.id for case in CORPUS])
-def test_no_secret_survives_in_any_channel(case: Case, channels: dict[str, str]) -> None:
+def test_no_secret_survives_in_any_channel(
+    case: Case, channels: dict[str, str], everything: str
+) -> None:
+    if all(leaks(secret, everything) is None for secret in case.secrets):
+        return
     found = {
         name: piece
         for name, text in channels.items()
