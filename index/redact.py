@@ -88,13 +88,16 @@ class _Rule:
 def find_secrets(text: str) -> list[Secret]:
     """Given a text, return its secrets ordered by position, non-overlapping."""
     rules = _rules()
-    found = _find(text, rules, None)
+    lowered = text.lower()
+    present = frozenset(trigger for trigger in _triggers() if trigger in lowered)
+    found = _find(text, rules, present, None)
     found.extend(_table_secrets(text))
-    joined = _unwrapped(text)
+    # A key wrapped over two lines: only when a token rule's trigger is there at all.
+    joined = None if present.isdisjoint(_token_triggers()) else _unwrapped(text)
     if joined is not None:
         view, positions, breaks = joined
         token_rules = tuple(rule if rule.extend and rule.triggers else None for rule in rules)
-        for start, end, rule_index in _find(view, token_rules, breaks):
+        for start, end, rule_index in _find(view, token_rules, present, breaks):
             # Only what crosses a removed break is new; the rest was found on the text itself.
             if any(start < position < end for position in breaks):
                 found.append((positions[start], positions[end - 1] + 1, rule_index))
@@ -102,14 +105,17 @@ def find_secrets(text: str) -> list[Secret]:
 
 
 def _find(
-    text: str, rules: tuple[_Rule | None, ...], breaks: frozenset[int] | None
+    text: str,
+    rules: tuple[_Rule | None, ...],
+    present: frozenset[str],
+    breaks: frozenset[int] | None,
 ) -> list[tuple[int, int, int]]:
-    """Given a text and rules (None: skipped), return (start, end, rule index) of every match;
-    `breaks` are the positions of removed line breaks in an unwrapped view."""
+    """Given a text, rules (None: skipped) and the triggers present in the text, return
+    (start, end, rule index) of every match; `breaks` are the positions of removed line breaks
+    in an unwrapped view."""
     lowered = text.lower()
     # str.lower() keeps offsets except for a few letters (e.g. "İ"); then anchors are off.
     same_offsets = len(lowered) == len(text)
-    present = {trigger for trigger in _triggers() if trigger in lowered}
     runs: list[tuple[int, int]] | None = None
     found: list[tuple[int, int, int]] = []  # (start, end, rule index)
     for rule_index, rule in enumerate(rules):
@@ -186,10 +192,7 @@ _WRAP = re.compile(r"(?<=[A-Za-z0-9_\-+/=])[ \t]*\r?\n[ \t>]*(?=[A-Za-z0-9_\-+/=
 def _unwrapped(text: str) -> tuple[str, list[int], frozenset[int]] | None:
     """Given a text, return it with every line break inside a run of token characters removed,
     each view position's offset in the text, and the view positions where a break was (None
-    when no token rule could use the view)."""
-    lowered = text.lower()
-    if not any(trigger in lowered for trigger in _token_triggers()):
-        return None
+    when the text has no such break)."""
     pieces: list[str] = []
     positions: list[int] = []
     breaks: set[int] = set()
