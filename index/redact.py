@@ -608,7 +608,7 @@ _TOKEN_RULES: tuple[_Rule, ...] = (
     _Rule(
         "basic_auth",
         re.compile(r"(?:^|(?<=[\s'\"]))(?:-u|--user)[ \t=]+['\"]?[^\s:'\"@]+:([^\s'\"]+)"),
-        _password_value,
+        lambda value: _password_value(value) and not value.isdigit(),  # `-u 1000:1000` is uid:gid
         triggers=("-u", "--user"),
     ),
     # (detect-secrets' fixed-shape patterns come here, see _rules)
