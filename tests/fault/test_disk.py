@@ -194,6 +194,12 @@ def test_a_corrupt_index_is_reported_and_rebuilt_by_recall(tmp_path: Path, use_m
     root = make_root(tmp_path)
     assert carryd("index", "--root", str(root), "--json").returncode == 0
     os.truncate(root / ".carryd" / "index.sqlite", 100_000)
+    status = carryd("status", "--root", str(root), "--json")
+    assert status.returncode == 1, status.stdout
+    report = json.loads(status.stdout)
+    assert not report["healthy"]
+    assert any("corrupt" in problem and "carryd index" in problem for problem in report["problems"])
+    assert aside_files(root) == []  # status only looks
     recall = carryd("recall", "refund currency", "--root", str(root), "--json")
     assert recall.returncode == 0, recall.stderr
     assert "corrupt" in recall.stderr and "rebuilding" in recall.stderr
