@@ -206,3 +206,34 @@ def test_a_corrupt_index_is_reported_and_rebuilt_by_recall(tmp_path: Path, use_m
     answer = json.loads(recall.stdout)
     assert answer["hits"] and answer["degraded"] is None
     assert len(aside_files(root)) == 1
+
+
+def test_an_index_the_user_may_not_read_is_named_not_moved_aside(
+    tmp_path: Path, use_model: Path
+) -> None:
+    """EACCES (an index another user owns) is no corruption either. Root bypasses file modes,
+    so the commands run without the capabilities that do (setpriv)."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or os.geteuid() != 0:
+        pytest.skip("needs root and setpriv to meet a real EACCES")
+    root = make_root(tmp_path)
+    assert carryd("index", "--root", str(root), "--json").returncode == 0
+    os.chown(root / ".carryd" / "index.sqlite", 65534, 65534)
+    for command in (["index", "--json"], ["recall", "refund", "--json"]):
+        result = subprocess.run(
+            [
+                setpriv,
+                "--bounding-set=-dac_override,-dac_read_search,-fowner",
+                sys.executable,
+                "-m",
+                "carryd.daemon.cli",
+                *command,
+                "--root",
+                str(root),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert_clean_failure(result, "permission denied")
+    assert aside_files(root) == []
