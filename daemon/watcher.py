@@ -133,6 +133,14 @@ class Watcher:
             # folder is walked now rather than at the next reconcile.
             landed = destination if event.event_type == "moved" else source
             is_directory = os.path.islink(landed) and os.path.isdir(landed)
+        elif not is_directory and event.event_type == "deleted":
+            # What a deleted path was can no longer be asked; if it is no Markdown file it may
+            # have been a link to a folder, so the sync drops whatever was indexed under it
+            # (nothing, for an editor's temp file: then it writes nothing).
+            relative = relative_path(self._root, source)
+            is_directory = relative is not None and not is_relevant_file(
+                relative, settings.carry.sidecar_file
+            )
         changes = changes_for(
             event.event_type,
             source,

@@ -80,7 +80,7 @@ def test_the_config_key_lets_a_user_follow_links_out(tmp_path: Path, use_model: 
     assert indexed_paths(root) >= {"webshop/passwd.md", "webshop/shared/creds.md"}
 
 
-def test_a_folder_link_made_while_the_daemon_runs_is_indexed_without_a_reconcile(
+def test_a_folder_link_made_or_removed_while_the_daemon_runs_is_synced_at_once(
     tmp_path: Path, use_model: Path
 ) -> None:
     root, outside = make_root(tmp_path)
@@ -111,6 +111,12 @@ def test_a_folder_link_made_while_the_daemon_runs_is_indexed_without_a_reconcile
         (root / "webshop" / "shared").symlink_to(outside / "shared")
         wait_for(
             lambda: "webshop/shared/creds.md" in safe_paths(root), 15, "the linked folder's note"
+        )
+        (root / "webshop" / "shared").unlink()
+        wait_for(
+            lambda: "webshop/shared/creds.md" not in safe_paths(root),
+            15,
+            "the unlinked folder's note to leave the index",
         )
     finally:
         daemon.send_signal(signal.SIGTERM)
