@@ -817,7 +817,8 @@ def _disk_cause(folder: Path) -> Literal["full", "read-only", "permission"] | No
 
 def _os_cause(error: OSError) -> str:
     """Given an OSError about the index, return its cause in words a user can act on."""
-    return describe_os_error(error, name_the_file=False)
+    cause: str = describe_os_error(error, name_the_file=False)
+    return cause
 
 
 def _rollback(connection: sqlite3.Connection) -> None:
