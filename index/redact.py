@@ -173,14 +173,18 @@ def _token_end(text: str, end: int, breaks: frozenset[int] | None) -> int:
 
 def _continues(text: str, position: int) -> bool:
     """Given a position after a removed line break, return whether the run of token characters
-    there looks like a key's continuation: 6+ characters with a digit or an inner capital."""
+    there looks like a key's continuation: 6+ characters with a digit, or mixed case with an
+    inner capital (an all-caps word such as a list of names is not)."""
     end = position
     while end < len(text) and text[end] in _WHOLE_TOKEN:
         end += 1
     piece = text[position:end]
     return len(piece) >= 6 and (
         any(character.isdigit() for character in piece)
-        or any(character.isupper() for character in piece[1:])
+        or (
+            any(character.isupper() for character in piece[1:])
+            and any(character.islower() for character in piece)
+        )
     )
 
 

@@ -452,5 +452,6 @@ ORDINARY: tuple[str, ...] = (
     "bypass=true only in staging; pass=3 of 5 tests.",
     "Build 2026-11-28T14:03:00Z took 4m12s on runner ubuntu-24.04.",
     "docker run -u 1000:1000 shop-api; then git push -u origin main",
+    "Domains we own:\nABBOTT\nABBVIE\nACCENTURE\nACCOUNTANTS\nAKIAMEDIA\nASIAPACIFIC\nGITHUB",
     "| Token | Meaning |\n|---|---|\n| token | the JWT from /login |",
 )
