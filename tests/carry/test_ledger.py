@@ -144,8 +144,9 @@ def test_parse_realistic_ledger() -> None:
     assert ledger.title == "交接账本 2026-09-09 14:32"
     assert ledger.title_line == 9
     assert ledger.duplicate_titles == 1
-    assert [section.kind for section in ledger.sections] == ["status", "goal", "tried", "next"]
-    status, goal, tried, next_steps = ledger.sections
+    kinds = [section.kind for section in ledger.sections]
+    assert kinds == ["status", "goal", "tried", "other", "next"]
+    status, goal, tried, appendix, next_steps = ledger.sections
     assert status.heading == "## 1. 任务状态 📌"
     assert (status.line_start, status.line_end) == (11, 13)
     assert [item.text for item in status.items] == ["- 进行中：P6", "- 阻塞：无"]
@@ -162,6 +163,9 @@ def test_parse_realistic_ledger() -> None:
     assert tried.items[4].block == "list" and tried.items[3].block == "heading"
     assert [item.kind for item in next_steps.items] == ["success", "todo"]
     assert next_steps.line_end == 38  # the trailing HTML comment is not an item
+    # A section the table does not know is carried under its own heading, and named.
+    assert appendix.heading == "## 附录" and ledger.unrecognised == ("附录",)
+    assert [item.text for item in appendix.items] == ["- ignored because 附录 is not a section"]
     assert any("附录" in warning for warning in ledger.warnings)
     assert any("2 ledger titles" in warning for warning in ledger.warnings)
 
@@ -202,8 +206,9 @@ def test_configured_names() -> None:
         "## 现状\n- a\n## 要做什么\n- b\n## 踩过的坑\n- c\n## 接下来\n- d\n", names=names
     )
     assert [section.kind for section in ledger.sections] == ["status", "goal", "tried", "next"]
-    # The configured names replace the Chinese defaults (English short aliases stay).
-    assert parse_ledger("## 任务状态\n- a\n", names=names).sections == ()
+    # The configured names replace the defaults (the built-in synonyms stay).
+    replaced = parse_ledger("## 任务状态\n- a\n## 状态\n- b\n", names=names)
+    assert [section.kind for section in replaced.sections] == ["other", "status"]
 
 
 def test_default_names_equal_the_settings_defaults() -> None:
@@ -269,11 +274,13 @@ def test_parse_ledger_never_raises_and_lines_are_consistent(text: str) -> None:
     ledger = parse_ledger(text)
     assert isinstance(ledger, Ledger)
     line_count = len(source_lines(text))
-    kinds = [section.kind for section in ledger.sections]
+    kinds = [section.kind for section in ledger.sections if section.kind != "other"]
     assert len(kinds) == len(set(kinds))
+    assert ledger.recognised == tuple(kinds)
     for section in ledger.sections:
         assert 1 <= section.line_start <= section.line_end <= line_count
         for item in section.items:
-            assert section.line_start < item.line_start <= item.line_end <= section.line_end
+            first = section.line_start if section.heading else section.line_start - 1
+            assert first < item.line_start <= item.line_end <= section.line_end
             assert item.kind in ("success", "failure", "todo", "done", "meta", "plain")
     assert parse_ledger(text) == ledger  # deterministic

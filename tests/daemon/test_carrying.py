@@ -243,7 +243,7 @@ def assert_fallback(settings: Settings, workspace: str, reason_part: str) -> str
     assert reason_part in (result.reason or "")
     text = result.path.read_text(encoding="utf-8")
     assert text.startswith(DEFAULT_DISCIPLINE + "\n\n")
-    assert "flat fallback" in text and "carryd expand <id>" in text
+    assert "flat fallback" in text and "# How to read more" in text
     assert len(text) <= settings.carry.total_chars
     data = manifest(settings, workspace)
     assert data["fallback"] is True and reason_part in data["reason"]
@@ -334,7 +334,7 @@ def test_cmd_carry_print_with_max_chars(memory_root: Settings, capsys) -> None: 
     assert run(root, "--print", "--workspace", "webshop", "--max-chars", "2500") == 0
     small = capsys.readouterr().out
     assert len(small) <= 2_500
-    assert small.startswith(DEFAULT_DISCIPLINE) and "carryd expand <id>" in small
+    assert small.startswith(DEFAULT_DISCIPLINE) and "# How to read more" in small
     assert run(root, "--print", "--workspace", "webshop", "--max-chars", "100") == 1
     assert "required carry segments need" in capsys.readouterr().err
     assert run(root, "--workspace", "webshop", "--max-chars", "2500") == 2

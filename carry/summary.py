@@ -1,0 +1,125 @@
+"""Given an item's text, return its one-line summary: what a dropped item leaves behind.
+
+A summary is cut on clause boundaries only (。！？；，, ". ", "; ", ", ", dashes, arrows),
+never inside a clause unless its first clause alone is far too long; it never splits a
+`code span`, and it keeps the item's date. A failed attempt's summary is a dead-end line,
+"what was tried → why it failed": the item's first clause(s), then the clause that gives the
+reason (原因 / 因为 / because / due to / … , else the next clause after the attempt).
+Pure: no IO, no clock.
+"""
+
+from __future__ import annotations
+
+import re
+
+from carryd.carry.recency import explicit_date
+
+SUMMARY_CHARS = 120  # a plain item's one-line summary (about an L0)
+TRIED_CHARS = 80  # the "what was tried" half of a dead-end line
+REASON_CHARS = 100  # the "why it failed" half
+HARD_LIMIT_FACTOR = 1.6  # a single first clause may run this much over before it is cut
+ARROW = " → "
+
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_SUB_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+# Positions right after which a clause ends.
+_BOUNDARY = re.compile(
+    r"[。！？；，、]|[.!?;,:](?=\s|$)|\s[—–-]{1,2}\s|——|\s→\s|\s->\s|：(?=\S)|$"
+)
+_REASON_CUE = re.compile(
+    r"原因|理由|因为|由于|导致|结果是?|报错|症状"
+    r"|(?i:\bbecause\b|\breason\b|\bdue to\b|\bsince\b|\bcaused\b|\bas it\b|\bsymptom\b"
+    r"|\berror\b|\bwhy\b)"
+)
+
+# A bare "failed:" / "失败，" opening the rest says nothing the arrow does not.
+_FAILED_WORD = re.compile(r"^(?:(?i:failed|fails|failure|broken)|失败了?|不成功|无效)[\s:：,，.。;；—–-]*")
+
+
+def flatten(text: str) -> tuple[str, str]:
+    """Given an item's text, return its bullet prefix ("- ", "- [ ] ", "") and its text on one
+    line (continuation lines and sub-items joined with spaces, their bullets dropped)."""
+    lines = text.split("\n")
+    first = lines[0]
+    bullet = _BULLET.match(first)
+    prefix = ""
+    if bullet is not None:
+        prefix = first[: bullet.end()].lstrip()
+        first = first[bullet.end() :]
+        box = re.match(r"\[[ xX]\]\s*", first)
+        if box is not None:
+            prefix += first[: box.end()]
+            first = first[box.end() :]
+    rest = [_SUB_BULLET.sub("", line).strip() for line in lines[1:]]
+    body = " ".join(part for part in [first.strip(), *rest] if part and part != "```")
+    return prefix, " ".join(body.split())
+
+
+def clause_prefix(text: str, limit: int) -> str:
+    """Given one line of text and a limit, return its longest prefix of whole clauses within
+    the limit; the first clause whole when it alone is longer (up to a hard limit, beyond which
+    it is cut at a word and marked "…"). Never ends inside a `code span`."""
+    if len(text) <= limit:
+        return text
+    best = ""
+    for match in _BOUNDARY.finditer(text):
+        end = match.end()
+        candidate = text[:end].rstrip(" —–-→>")
+        if len(candidate) > limit:
+            break
+        if candidate.count("`") % 2 == 0 and candidate.strip(" :：") and candidate[-1] not in ":：":
+            best = candidate
+    if best:
+        return best.rstrip()
+    first = _BOUNDARY.search(text)
+    hard = int(limit * HARD_LIMIT_FACTOR)
+    if first is not None and first.end() <= hard:
+        candidate = text[: first.end()].rstrip(" —–-→>")
+        if candidate.count("`") % 2 == 0:
+            return candidate
+    return _word_cut(text, limit)
+
+
+def _word_cut(text: str, limit: int) -> str:
+    cut = text[: max(limit - 1, 1)]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    if cut.count("`") % 2 == 1:
+        cut = cut[: cut.rfind("`")]
+    return cut.rstrip(" ，,;；:：—–-") + "…"
+
+
+def summary_line(text: str, *, dead_end: bool) -> str:
+    """Given an item's text, return its one-line summary with its bullet and checkbox.
+
+    A dead end reads "what was tried → why it failed". The item's own date is kept.
+    """
+    prefix, flat = flatten(text)
+    if dead_end:
+        _, first = flatten(text.split("\n", 1)[0])
+        body = dead_end_summary(first, flat[len(first) :].strip())
+    else:
+        body = clause_prefix(flat, SUMMARY_CHARS)
+    found = explicit_date(text)
+    if found is not None and found[1] not in body:
+        body = f"{found[1]}: {body}"
+    return f"{prefix}{body}"
+
+
+def dead_end_summary(first: str, details: str) -> str:
+    """Given a failed attempt's first line and the rest (one line each), return
+    "what was tried → why it failed"."""
+    whole = f"{first} {details}".strip()
+    if len(whole) <= TRIED_CHARS + REASON_CHARS:
+        return whole
+    tried = clause_prefix(first, TRIED_CHARS)
+    if tried.endswith("…"):
+        tried = tried[:-1].rstrip()
+    rest = f"{first[len(tried) :]} {details}".strip().lstrip(" ，,;；:：—–-→>。.")
+    if not rest:
+        return tried
+    cue = _REASON_CUE.search(rest)
+    source = rest[cue.start() :] if cue is not None else _FAILED_WORD.sub("", rest, count=1)
+    reason = clause_prefix(source, REASON_CHARS)
+    return f"{tried}{ARROW}{reason}" if reason else tried
