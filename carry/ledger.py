@@ -101,6 +101,7 @@ SECTION_TABLE: tuple[SectionSpec, ...] = (
             "下一步", "待办", "后续", "后续步骤", "下一步计划", "待办事项", "待做", "接下来",
             "Next", "Next steps", "Next step", "Next actions", "TODO", "Todo", "To do",
             "To-do", "Open items", "Open tasks", "Remaining work", "Progress and next step",
+            "Task list", "Tasks",
         ),
         0.30,
     ),
@@ -311,14 +312,40 @@ def section_kind_of(heading_text: str, names: SectionNames = SectionNames()) -> 
     return _match_section(heading_text, _section_table(names))
 
 
+# Between the halves of a heading that names a section twice ("目标 / Goal", "Tried & failed",
+# "Status 状态") or names it with a rider ("Tried, didn't work").
+_HALVES = re.compile(
+    r"\s*(?:[/|｜·&+,;，；、]|\band\b|\bor\b|与|和|及|以及)\s*"
+    r"|(?<=[a-z])\s+(?=[\u4e00-\u9fff])|(?<=[\u4e00-\u9fff])\s+(?=[a-z])"
+)
+# Generic words a Chinese heading may add after a section's name ("下一步要做的", "踩坑记录").
+_CJK_RIDERS = re.compile(r"(?:要做的|要做|记录|清单|列表|汇总|一览|事项|部分|情况|说明|备忘|们)+")
+_IDEOGRAPHS = re.compile(r"^[\u4e00-\u9fff]")
+
+
 def _match_section(heading_text: str, table: dict[str, KnownKind]) -> KnownKind | None:
+    """Given a heading's text and the name table, return the section it names, or None.
+
+    In order: the whole heading; either half of a heading that joins two names; a heading
+    that starts with a name and adds only a rider (an English name followed by more words,
+    "Next up"; a Chinese name followed by a generic word, "下一步要做的"), longest name first.
+    """
     key = normalize_heading(heading_text)
     if key in table:
         return table[key]
-    for part in re.split(r"\s*[/|｜·]\s*", key):
+    for part in _HALVES.split(key):
         part = part.strip().rstrip(":")
         if part in table:
             return table[part]
+    for name in sorted(table, key=lambda name: (-len(name), name)):
+        if not key.startswith(name) or len(key) == len(name):
+            continue
+        rest = key[len(name) :]
+        if _IDEOGRAPHS.match(name):
+            if _CJK_RIDERS.fullmatch(rest.strip()):
+                return table[name]
+        elif rest[0] in " -—–:(" and not _IDEOGRAPHS.match(rest.strip() or "x"):
+            return table[name]
     return None
 
 

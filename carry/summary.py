@@ -26,10 +26,12 @@ _SUB_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _BOUNDARY = re.compile(
     r"[。！？；，、]|[.!?;,:](?=\s|$)|\s[—–-]{1,2}\s|——|\s→\s|\s->\s|：(?=\S)|$"
 )
+# Where the "why" of a failed attempt starts: an explicit reason, or the turn ("but",
+# "until", "结果") after which an attempt that looked fine went wrong.
 _REASON_CUE = re.compile(
-    r"原因|理由|因为|由于|导致|结果是?|报错|症状"
+    r"原因|理由|因为|由于|导致|结果|报错|症状|但是?|可是|然而|却|发现"
     r"|(?i:\bbecause\b|\breason\b|\bdue to\b|\bsince\b|\bcaused\b|\bas it\b|\bsymptom\b"
-    r"|\berror\b|\bwhy\b)"
+    r"|\berror\b|\bwhy\b|\bbut\b|\bhowever\b|\buntil\b|\bturned out\b|\bonly to\b)"
 )
 
 # A bare "failed:" / "失败，" opening the rest says nothing the arrow does not.
@@ -57,26 +59,29 @@ def flatten(text: str) -> tuple[str, str]:
 
 def clause_prefix(text: str, limit: int) -> str:
     """Given one line of text and a limit, return its longest prefix of whole clauses within
-    the limit; the first clause whole when it alone is longer (up to a hard limit, beyond which
-    it is cut at a word and marked "…"). Never ends inside a `code span`."""
+    the limit; else its first clause that says something (not a bare "label:") when that is
+    not far too long; else a cut at a word, marked "…". Never ends inside a `code span`."""
     if len(text) <= limit:
         return text
     best = ""
+    hard = int(limit * HARD_LIMIT_FACTOR)
+    first_full = ""  # the first clause ending that is not a colon, within the hard limit
     for match in _BOUNDARY.finditer(text):
-        end = match.end()
-        candidate = text[:end].rstrip(" —–-→>")
-        if len(candidate) > limit:
+        candidate = text[: match.end()].rstrip(" —–-→>")
+        if len(candidate) > hard:
             break
-        if candidate.count("`") % 2 == 0 and candidate.strip(" :：") and candidate[-1] not in ":：":
+        if not candidate.strip(" :：") or candidate.count("`") % 2:
+            continue
+        if candidate[-1] in ":：":
+            continue  # "attempt 7 (11-26):" alone names the attempt, not what happened
+        if len(candidate) <= limit:
             best = candidate
+        elif not first_full:
+            first_full = candidate
     if best:
         return best.rstrip()
-    first = _BOUNDARY.search(text)
-    hard = int(limit * HARD_LIMIT_FACTOR)
-    if first is not None and first.end() <= hard:
-        candidate = text[: first.end()].rstrip(" —–-→>")
-        if candidate.count("`") % 2 == 0:
-            return candidate
+    if first_full:
+        return first_full.rstrip()
     return _word_cut(text, limit)
 
 
@@ -114,8 +119,8 @@ def dead_end_summary(first: str, details: str) -> str:
     if len(whole) <= TRIED_CHARS + REASON_CHARS:
         return whole
     tried = clause_prefix(first, TRIED_CHARS)
-    if tried.endswith("…"):
-        tried = tried[:-1].rstrip()
+    if tried.endswith("…"):  # one long sentence: no clean split into attempt and reason
+        return clause_prefix(whole, TRIED_CHARS + REASON_CHARS)
     rest = f"{first[len(tried) :]} {details}".strip().lstrip(" ，,;；:：—–-→>。.")
     if not rest:
         return tried

@@ -10,8 +10,8 @@ next .30, goal .20, status .15; sections under a heading of the ledger's own wei
 2. The other sections, highest weight first, each get their share plus the surplus, and pass
    on what they do not use. Inside a section each item is shown in full, as a one-line
    summary `… (L40-44)` (carry.summary), or not at all (counted in the section's pointer):
-   - every failed attempt (and every item another item refers to, "方案 B") first gets at
-     least its one-line dead-end summary;
+   - every attempt (a failure anywhere, any item under "tried") and every item another item
+     refers to ("方案 B", "attempt 12") first gets at least its one-line dead-end summary;
    - then items are shown in full in priority order (carry.recency: sidecar weight, then open
      before done before superseded, then newest first);
    - finally, what all sections leave goes, highest weight first, to items not shown: in
@@ -177,10 +177,16 @@ def _prepare(ledger: Ledger, entries: Sequence[EntrySpan]) -> list[_Section]:
             f"(L{line_span(item.line_start, item.line_end)})"
             for item in items
         )
+        # Failed attempts first, then the other attempts and referenced items, each by priority.
         rescue = tuple(
-            index
-            for index in order
-            if _dead_end(items[index], section.kind) or facts[index].label in referenced
+            sorted(
+                (
+                    index
+                    for index in order
+                    if _dead_end(items[index], section.kind) or facts[index].label in referenced
+                ),
+                key=lambda index: (items[index].kind != "failure", order.index(index)),
+            )
         )
         ids = tuple(_entry_id(entries, item.line_start) for item in items)
         prepared.append(_Section(section, facts, summaries, order, rescue, ids))
@@ -188,8 +194,9 @@ def _prepare(ledger: Ledger, entries: Sequence[EntrySpan]) -> list[_Section]:
 
 
 def _dead_end(item: LedgerItem, section: SectionKind) -> bool:
-    """A failed attempt: marked as failed anywhere, or an unmarked attempt under "tried"."""
-    return item.kind == "failure" or (section == "tried" and item.kind == "plain")
+    """An attempt: marked as failed anywhere, or any item under "tried" (whatever its marker —
+    "worked as a mitigation until …" is still a lesson the next context must not relearn)."""
+    return item.kind == "failure" or (section == "tried" and item.kind != "meta")
 
 
 def _entry_id(entries: Sequence[EntrySpan], line: int) -> str | None:

@@ -121,8 +121,8 @@ def test_budget_order_cuts_the_lowest_weight_section_first() -> None:
         "tried": (1258, 19, 0, 0, False),
         "next": (1078, 12, 0, 0, False),
     }
-    # At 3,000 tried starts losing items: its three settled successes go; every failed
-    # attempt stays, two as one-line dead-end summaries. Goal and next fit their shares.
+    # At 3,000 tried starts losing items: three successes go; every failed attempt stays,
+    # two as one-line dead-end summaries. Goal and next fit their shares.
     assert cuts(3000) == {
         "status": (448, 4, 0, 5, False),
         "goal": (598, 4, 0, 0, False),
@@ -148,12 +148,18 @@ def test_cut_sections_keep_the_newest_items_and_point_to_the_rest() -> None:
     cut = truncate_ledger(parse_ledger(REALISTIC_LEDGER), 3000, path=PATH)
     by_kind = {s.kind: s for s in cut.sections}
     # Status keeps its newest lines (the oldest ones left out); tried leaves out three
-    # successes, never a failed attempt.
-    assert by_kind["status"].pointer == f"+5 more → {PATH}:9-10,12-16"
-    assert by_kind["tried"].pointer == f"+3 more → {PATH}:37,39,42"
+    # successes (方案 C, E, and the fix at line 37), never a failed attempt.
+    assert by_kind["status"].pointer == f"+5 more → {PATH}:9-14"
+    assert by_kind["tried"].pointer == f"+3 more → {PATH}:33-34,37,39"
     assert "Open question for the lead" in cut.text and "当前版本 v2.2.6-pre" not in cut.text
     tried_block = cut.text.split("\n\n## 4.")[0].split("## 3. 已试方案与失败原因\n")[1]
-    assert tried_block.endswith(f"\n+3 more → {PATH}:37,39,42")
+    assert tried_block.endswith(f"\n+3 more → {PATH}:33-34,37,39")
+    ledger = parse_ledger(REALISTIC_LEDGER)
+    tried = ledger.section("tried")
+    assert tried is not None
+    for item in tried.items:  # every failed attempt is there, in full or as a dead-end line
+        if item.kind == "failure":
+            assert item.text in cut.text or f"(L{item.line_start}" in cut.text
     # A failed attempt that does not fit in full keeps a one-line dead-end summary.
     summaries = [line for line in tried_block.split("\n") if line.endswith(")") and "(L" in line]
     assert summaries == [
@@ -163,7 +169,7 @@ def test_cut_sections_keep_the_newest_items_and_point_to_the_rest() -> None:
         "overran 8,000 chars by up to 140 chars on long ledgers, (L43)",
     ]
     # Items keep their kind markers, and display order is the document's, not budget order.
-    assert "- ✅ 方案 C" in cut.text and "- ❌ 方案 K" in cut.text
+    assert "- ✅ 方案 G" in cut.text and "- ❌ 方案 K" in cut.text
     positions = [
         cut.text.index(h) for h in ("## 1. 任务状态", "## 2. 目标", "## 3. 已试", "## 4. 进度")
     ]
