@@ -17,6 +17,10 @@ from carryd.carry.recency import explicit_date
 SUMMARY_CHARS = 120  # a plain item's one-line summary (about an L0)
 TRIED_CHARS = 80  # the "what was tried" half of a dead-end line
 REASON_CHARS = 100  # the "why it failed" half
+# The brief form, for when even every attempt's summary does not fit: a shorter line each.
+BRIEF_SUMMARY_CHARS = 80
+BRIEF_TRIED_CHARS = 48
+BRIEF_REASON_CHARS = 60
 HARD_LIMIT_FACTOR = 1.6  # a single first clause may run this much over before it is cut
 ARROW = " → "
 
@@ -26,13 +30,18 @@ _SUB_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _BOUNDARY = re.compile(
     r"[。！？；，、]|[.!?;,:](?=\s|$)|\s[—–-]{1,2}\s|——|\s→\s|\s->\s|：(?=\S)|$"
 )
-# Where the "why" of a failed attempt starts: an explicit reason, or the turn ("but",
-# "until", "结果") after which an attempt that looked fine went wrong.
+# Where the "why" of a failed attempt starts: an explicit reason anywhere in the rest; else
+# the turn ("but", "until", "结果") after which an attempt that looked fine went wrong, when it
+# comes early; else the text right after the attempt.
 _REASON_CUE = re.compile(
-    r"原因|理由|因为|由于|导致|结果|报错|症状|但是?|可是|然而|却|发现"
-    r"|(?i:\bbecause\b|\breason\b|\bdue to\b|\bsince\b|\bcaused\b|\bas it\b|\bsymptom\b"
-    r"|\berror\b|\bwhy\b|\bbut\b|\bhowever\b|\buntil\b|\bturned out\b|\bonly to\b)"
+    r"原因|理由|因为|由于|导致|报错|症状"
+    r"|(?i:\bbecause\b|\breason\b|\bdue to\b|\bcaused by\b|\bsymptom\b)"
 )
+_TURN_CUE = re.compile(
+    r"结果|但是?|可是|然而|却|发现"
+    r"|(?i:\bbut\b|\bhowever\b|\buntil\b|\bturned out\b|\bonly to\b)"
+)
+
 
 # A bare "failed:" / "失败，" opening the rest says nothing the arrow does not.
 _FAILED_WORD = re.compile(r"^(?:(?i:failed|fails|failure|broken)|失败了?|不成功|无效)[\s:：,，.。;；—–-]*")
@@ -78,9 +87,9 @@ def clause_prefix(text: str, limit: int) -> str:
             best = candidate
         elif not first_full:
             first_full = candidate
-    if best:
+    if best and (len(best) >= limit // 3 or not first_full):
         return best.rstrip()
-    if first_full:
+    if first_full:  # a clause of a word or two ("cannot,") says less than the whole clause
         return first_full.rstrip()
     return _word_cut(text, limit)
 
@@ -95,36 +104,46 @@ def _word_cut(text: str, limit: int) -> str:
     return cut.rstrip(" ，,;；:：—–-") + "…"
 
 
-def summary_line(text: str, *, dead_end: bool) -> str:
+def summary_line(text: str, *, dead_end: bool, brief: bool = False) -> str:
     """Given an item's text, return its one-line summary with its bullet and checkbox.
 
-    A dead end reads "what was tried → why it failed". The item's own date is kept.
+    A dead end reads "what was tried → why it failed". The item's own date is kept. `brief`
+    asks for the shorter form.
     """
     prefix, flat = flatten(text)
     if dead_end:
         _, first = flatten(text.split("\n", 1)[0])
-        body = dead_end_summary(first, flat[len(first) :].strip())
+        limits = (BRIEF_TRIED_CHARS, BRIEF_REASON_CHARS) if brief else (TRIED_CHARS, REASON_CHARS)
+        body = dead_end_summary(first, flat[len(first) :].strip(), *limits)
     else:
-        body = clause_prefix(flat, SUMMARY_CHARS)
+        body = clause_prefix(flat, BRIEF_SUMMARY_CHARS if brief else SUMMARY_CHARS)
     found = explicit_date(text)
     if found is not None and found[1] not in body:
         body = f"{found[1]}: {body}"
     return f"{prefix}{body}"
 
 
-def dead_end_summary(first: str, details: str) -> str:
+def dead_end_summary(
+    first: str, details: str, tried_chars: int = TRIED_CHARS, reason_chars: int = REASON_CHARS
+) -> str:
     """Given a failed attempt's first line and the rest (one line each), return
     "what was tried → why it failed"."""
     whole = f"{first} {details}".strip()
-    if len(whole) <= TRIED_CHARS + REASON_CHARS:
+    if len(whole) <= tried_chars + reason_chars:
         return whole
-    tried = clause_prefix(first, TRIED_CHARS)
-    if tried.endswith("…"):  # one long sentence: no clean split into attempt and reason
-        return clause_prefix(whole, TRIED_CHARS + REASON_CHARS)
-    rest = f"{first[len(tried) :]} {details}".strip().lstrip(" ，,;；:：—–-→>。.")
+    tried = clause_prefix(first, tried_chars)
+    if tried.endswith("…"):
+        if not details:  # one long sentence: no clean split into attempt and reason
+            return clause_prefix(whole, tried_chars + reason_chars)
+        rest = details  # the attempt's name is cut ("…"); its reason follows on
+    else:
+        rest = f"{first[len(tried) :]} {details}"
+    rest = rest.strip().lstrip(" ，,;；:：—–-→>。.")
     if not rest:
         return tried
     cue = _REASON_CUE.search(rest)
+    if cue is None:
+        cue = _TURN_CUE.search(rest, 0, reason_chars)
     source = rest[cue.start() :] if cue is not None else _FAILED_WORD.sub("", rest, count=1)
-    reason = clause_prefix(source, REASON_CHARS)
+    reason = clause_prefix(source, reason_chars)
     return f"{tried}{ARROW}{reason}" if reason else tried

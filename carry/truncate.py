@@ -3,10 +3,12 @@
 Budget rule over the sections present (weights from `ledger.SECTION_TABLE`: tried .35,
 next .30, goal .20, status .15; sections under a heading of the ledger's own weigh least):
 
-1. Each known section gets a share `floor(weight × budget)`. A section whose full text fits its
-   share is kept whole; what it leaves, the shares of absent sections and the rounding
-   remainder form the surplus. Every section is first guaranteed room for its heading and a
-   pointer, so none disappears silently.
+1. Each section is first guaranteed its floor: its heading, a brief dead-end line for every
+   failed attempt and every item another one refers to, and its pointer — so no section and
+   no failed attempt disappears while the budget can hold them all. What remains is shared
+   by weight, `floor(weight × rest)`. A section whose full text fits its floor plus share
+   is kept whole; what it leaves, the shares of absent sections and the rounding remainder
+   form the surplus.
 2. The other sections, highest weight first, each get their share plus the surplus, and pass
    on what they do not use. Inside a section each item is shown in full, as a one-line
    summary `… (L40-44)` (carry.summary), or not at all (counted in the section's pointer):
@@ -45,7 +47,8 @@ MAX_POINTER_RUNS = 3
 MAX_POINTER_IDS = 3
 MAX_PACKING_PASSES = 3
 
-ItemShow = Literal["full", "summary", "omitted"]
+# How an item is shown, most to least: whole, one-line summary, brief line, not at all.
+ItemShow = Literal["full", "summary", "brief", "omitted"]
 EntrySpan = tuple[int, int, str]  # an index entry's first and last line and its id
 
 
@@ -126,17 +129,33 @@ class _Section:
     section: LedgerSection
     facts: tuple[ItemFacts, ...]
     summaries: tuple[str, ...]  # one-line summary of each item, with its "(Lx-y)"
+    briefs: tuple[str, ...]  # the shorter line, with its "(Lx-y)"
     order: tuple[int, ...]  # priority order
     rescue: tuple[int, ...]  # items that keep at least their summary, in priority order
+    floor: tuple[int, ...]  # the failed attempts and referenced items: room set aside first
     ids: tuple[str | None, ...]  # the entry id holding each item
 
     def render(self, shows: Sequence[ItemShow], path: str) -> str:
         items = self.section.items
         shown = [index for index, show in enumerate(shows) if show != "omitted"]
-        lines = [self.summaries[index] if shows[index] == "summary" else None for index in shown]
+        lines = [self.line(index, shows[index]) for index in shown]
         return render_section(
             self.section, [items[index] for index in shown], self.pointer(shows, path), lines
         )
+
+    def line(self, index: int, show: ItemShow) -> str | None:
+        """Given an item and how it is shown, return its summary line (None: its text)."""
+        if show == "summary":
+            return self.summaries[index]
+        if show == "brief":
+            return self.briefs[index]
+        return None
+
+    def least(self, index: int, show: ItemShow) -> ItemShow:
+        """Given an item and a summary form, return that form, or "full" when it is no longer
+        than the item itself."""
+        line = self.line(index, show) or ""
+        return "full" if len(self.section.items[index].text) <= len(line) else show
 
     def pointer(self, shows: Sequence[ItemShow], path: str) -> str | None:
         if all(show == "full" for show in shows):
@@ -177,6 +196,11 @@ def _prepare(ledger: Ledger, entries: Sequence[EntrySpan]) -> list[_Section]:
             f"(L{line_span(item.line_start, item.line_end)})"
             for item in items
         )
+        briefs = tuple(
+            f"{summary_line(item.text, dead_end=_dead_end(item, section.kind), brief=True)} "
+            f"(L{line_span(item.line_start, item.line_end)})"
+            for item in items
+        )
         # Failed attempts first, then the other attempts and referenced items, each by priority.
         rescue = tuple(
             sorted(
@@ -188,8 +212,13 @@ def _prepare(ledger: Ledger, entries: Sequence[EntrySpan]) -> list[_Section]:
                 key=lambda index: (items[index].kind != "failure", order.index(index)),
             )
         )
+        floor = tuple(
+            index
+            for index in rescue
+            if items[index].kind == "failure" or facts[index].label in referenced
+        )
         ids = tuple(_entry_id(entries, item.line_start) for item in items)
-        prepared.append(_Section(section, facts, summaries, order, rescue, ids))
+        prepared.append(_Section(section, facts, summaries, briefs, order, rescue, floor, ids))
     return prepared
 
 
@@ -212,33 +241,46 @@ def _fill(
     budget: int,
     path: str,
     *,
-    step: Literal["rescue", "full", "summary"],
+    step: Literal["rescue", "rescued", "full", "summary"],
 ) -> None:
-    """Given the current choice, upgrade items in priority order while the block fits."""
-    if step == "rescue":
-        candidates: Sequence[int] = prepared.rescue
-    else:
-        candidates = prepared.order
+    """Given the current choice, upgrade items in priority order while the block fits.
+
+    rescue: the items to rescue get at least a brief line; rescued: their brief lines become
+    summaries; full: any item not shown whole is shown whole, else as its summary, else as a
+    brief line; summary: an item left out, or shown as a brief line, gets its summary (else a
+    brief line).
+    """
+    rescuing = step in ("rescue", "rescued")
+    candidates: Sequence[int] = prepared.rescue if rescuing else prepared.order
     passes = MAX_PACKING_PASSES if step == "full" else 1
     for _ in range(passes):
         changed = False
+        whole = True  # items are shown whole in priority order until one does not fit
         for index in candidates:
             before = shows[index]
             if step == "full":
-                if before == "full":
-                    continue
-                shows[index] = "full"
-            elif before != "omitted":
-                continue
+                # An item that does not fit whole still gets its line, and no item after it
+                # in priority order is shown whole: priority is priority.
+                tries: list[ItemShow] = {
+                    "full": [],
+                    "summary": ["full"] if whole else [],
+                    "brief": ["full", "summary"] if whole else ["summary"],
+                    "omitted": ["full", "summary", "brief"] if whole else ["summary", "brief"],
+                }[before]
+            elif step == "rescue":
+                tries = ["brief"] if before == "omitted" else []
+            elif step == "rescued":
+                tries = ["summary"] if before == "brief" else []
             else:
-                full_is_shorter = len(prepared.section.items[index].text) <= len(
-                    prepared.summaries[index]
-                )
-                shows[index] = "full" if full_is_shorter else "summary"
-            if len(prepared.render(shows, path)) <= budget:
-                changed = True
-            else:
+                tries = {"omitted": ["summary", "brief"], "brief": ["summary"]}.get(before, [])
+            for wanted in tries:
+                shows[index] = prepared.least(index, wanted) if wanted != "full" else "full"
+                if len(prepared.render(shows, path)) <= budget:
+                    changed = True
+                    break
                 shows[index] = before
+            if step == "full" and shows[index] != "full":
+                whole = False
         if not changed:
             break
 
@@ -257,6 +299,40 @@ def cut_section(
     return block, _cut(prepared, shows, block, budget, share, path)
 
 
+def _weight_order(prepared: Sequence[_Section]) -> list[int]:
+    return sorted(
+        range(len(prepared)), key=lambda index: (-WEIGHTS[prepared[index].section.kind], index)
+    )
+
+
+def _floors(prepared: Sequence[_Section], capacity: int, path: str) -> list[int]:
+    """Given the sections and the capacity, return the room set aside for each: its heading
+    and pointer for every section (when they all fit), then its dead-end lines, highest
+    weight first, for the sections whose lines still fit."""
+    separator = len(SECTION_SEPARATOR)
+    minimal = [len(p.render(["omitted"] * len(p.section.items), path)) + separator for p in prepared]
+    if sum(minimal) > capacity:
+        return [0] * len(prepared)
+    floors = list(minimal)
+    left = capacity - sum(minimal)
+    for index in _weight_order(prepared):
+        extra = len(prepared[index].render(_floor(prepared[index]), path)) + separator
+        extra -= minimal[index]
+        if 0 < extra <= left:
+            floors[index] += extra
+            left -= extra
+    return floors
+
+
+def _floor(prepared: _Section) -> list[ItemShow]:
+    """Given a section, return its least choice: a dead-end line (or the item, when that is
+    shorter) for each item to rescue, every other item left to the pointer."""
+    shows: list[ItemShow] = ["omitted"] * len(prepared.section.items)
+    for index in prepared.floor:
+        shows[index] = prepared.least(index, "brief")
+    return shows
+
+
 def _pack(prepared: _Section, budget: int, path: str) -> tuple[list[ItemShow], str | None]:
     """Given a section and its budget, return the rescue-then-full choice and its block."""
     items = prepared.section.items
@@ -268,6 +344,7 @@ def _pack(prepared: _Section, budget: int, path: str) -> tuple[list[ItemShow], s
     if len(prepared.render(shows, path)) > budget:
         return shows, None
     _fill(prepared, shows, budget, path, step="rescue")
+    _fill(prepared, shows, budget, path, step="rescued")
     _fill(prepared, shows, budget, path, step="full")
     return shows, prepared.render(shows, path)
 
@@ -302,7 +379,7 @@ def _cut(
         sum(1 for show in shows if show == "omitted"),
         prepared.pointer(shows, path),
         share,
-        summarised=sum(1 for show in shows if show == "summary"),
+        summarised=sum(1 for show in shows if show in ("summary", "brief")),
         heading=section.heading,
         shows=tuple(shows),
     )
@@ -321,17 +398,19 @@ def truncate_ledger(
     separator = len(SECTION_SEPARATOR)
     # Each block is charged its separator; the last one shown needs none, hence "+ 2".
     capacity = max(budget_chars, 0) + separator
-    shares = [int(WEIGHTS[p.section.kind] * capacity) for p in prepared]
+    # Every section's floor — its heading, a dead-end line for each attempt and a pointer —
+    # is set aside before the weighted shares, so no section and no failed attempt vanishes
+    # while the budget can hold them all.
+    floors = _floors(prepared, capacity, path)
+    base = capacity - sum(floors)
+    shares = [floors[i] + int(WEIGHTS[p.section.kind] * base) for i, p in enumerate(prepared)]
     surplus = capacity - sum(shares)
-    minimal = [
-        len(p.render(["omitted"] * len(p.section.items), path)) + separator for p in prepared
-    ]
 
     shows: list[list[ItemShow]] = [["full"] * len(p.section.items) for p in prepared]
     blocks: list[str | None] = [None] * count
     allowed: list[int] = [0] * count
     waiting: list[int] = []
-    order = sorted(range(count), key=lambda index: (-WEIGHTS[prepared[index].section.kind], index))
+    order = _weight_order(prepared)
     for index in order:
         full = prepared[index].render(shows[index], path)
         if shares[index] > 0 and len(full) + separator <= shares[index]:
@@ -341,15 +420,8 @@ def truncate_ledger(
         else:
             waiting.append(index)
 
-    for position, index in enumerate(waiting):
-        # Hold back what the later sections need to show at least a heading and a pointer.
-        # (Known sections have their shares; a section of the ledger's own has none.)
-        held = sum(
-            minimal[later]
-            for later in waiting[position + 1 :]
-            if prepared[later].section.kind == "other"
-        )
-        room = shares[index] + max(0, surplus - held)
+    for index in waiting:
+        room = shares[index] + max(0, surplus)
         shows[index], blocks[index] = _pack(prepared[index], room - separator, path)
         allowed[index] = room - separator
         used = len(blocks[index] or "") + separator if blocks[index] is not None else 0

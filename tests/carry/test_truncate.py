@@ -114,46 +114,48 @@ def test_default_budget_keeps_everything_in_canonical_order() -> None:
 
 def test_budget_order_cuts_the_lowest_weight_section_first() -> None:
     # (share, in full, summarised, left out, omitted). 3,702 chars in full. At 3,600 only
-    # status (the lowest weight over its share) is cut — its three OLDEST lines go.
+    # status (the lowest weight over its share) is cut — its three OLDEST lines go. Shares
+    # include each section's floor: tried sets aside a dead-end line per failed attempt.
     assert cuts(3600) == {
-        "status": (538, 6, 0, 3, False),
-        "goal": (718, 4, 0, 0, False),
-        "tried": (1258, 19, 0, 0, False),
-        "next": (1078, 12, 0, 0, False),
+        "status": (354, 6, 0, 3, False),
+        "goal": (453, 4, 0, 0, False),
+        "tried": (2052, 19, 0, 0, False),
+        "next": (733, 12, 0, 0, False),
     }
-    # At 3,000 tried starts losing items: three successes go; every failed attempt stays,
-    # two as one-line dead-end summaries. Goal and next fit their shares.
+    # At 3,000 tried keeps every item (three as one-line summaries); next loses its two
+    # settled lines; status keeps its newest line and a summary of the one before.
     assert cuts(3000) == {
-        "status": (448, 4, 0, 5, False),
-        "goal": (598, 4, 0, 0, False),
-        "tried": (1048, 14, 2, 3, False),
-        "next": (898, 12, 0, 0, False),
+        "status": (264, 1, 1, 7, False),
+        "goal": (333, 4, 0, 0, False),
+        "tried": (1842, 16, 3, 0, False),
+        "next": (553, 10, 0, 2, False),
     }
     assert cuts(2000) == {
-        "status": (298, 3, 0, 6, False),
-        "goal": (398, 4, 0, 0, False),
-        "tried": (698, 6, 1, 12, False),
-        "next": (598, 12, 0, 0, False),
+        "status": (114, 0, 1, 8, False),
+        "goal": (133, 1, 0, 3, False),
+        "tried": (1492, 11, 4, 4, False),
+        "next": (253, 5, 0, 7, False),
     }
-    # At 1,200 every section is over its share: each keeps about its share, none less.
+    # At 1,200 not even every failed attempt's line fits: each section keeps about its share.
     assert cuts(1200) == {
-        "status": (178, 1, 0, 8, False),
-        "goal": (238, 3, 0, 1, False),
-        "tried": (418, 4, 0, 15, False),
-        "next": (358, 5, 0, 7, False),
+        "status": (187, 2, 1, 6, False),
+        "goal": (230, 2, 0, 2, False),
+        "tried": (376, 3, 1, 15, False),
+        "next": (399, 7, 0, 5, False),
     }
 
 
 def test_cut_sections_keep_the_newest_items_and_point_to_the_rest() -> None:
     cut = truncate_ledger(parse_ledger(REALISTIC_LEDGER), 3000, path=PATH)
     by_kind = {s.kind: s for s in cut.sections}
-    # Status keeps its newest lines (the oldest ones left out); tried leaves out three
-    # successes (方案 C, E, and the fix at line 37), never a failed attempt.
-    assert by_kind["status"].pointer == f"+5 more → {PATH}:9-14"
-    assert by_kind["tried"].pointer == f"+3 more → {PATH}:33-34,37,39"
+    # Status keeps its newest lines (the oldest ones left out); next leaves out its two
+    # settled lines ([x] P5 and 已完成); tried keeps every item, some as one-line summaries.
+    assert by_kind["status"].pointer == f"+7 more → {PATH}:9-17"
+    assert by_kind["next"].pointer == f"+2 more → {PATH}:56,65"
+    assert by_kind["tried"].pointer == f"Summarised items in full: {PATH}"
     assert "Open question for the lead" in cut.text and "当前版本 v2.2.6-pre" not in cut.text
+    assert "- [x] P5 锚点表" not in cut.text and "- [ ] P6：实现 `truncate_ledger`" in cut.text
     tried_block = cut.text.split("\n\n## 4.")[0].split("## 3. 已试方案与失败原因\n")[1]
-    assert tried_block.endswith(f"\n+3 more → {PATH}:33-34,37,39")
     ledger = parse_ledger(REALISTIC_LEDGER)
     tried = ledger.section("tried")
     assert tried is not None
@@ -165,6 +167,8 @@ def test_cut_sections_keep_the_newest_items_and_point_to_the_rest() -> None:
     assert summaries == [
         "- ❌ Tried splitting items on every newline so that cuts could land mid-item → Reason: "
         "nested sub-items lost their parent line; (L35-36)",
+        "- ✅ Fixed: keep whole list items (with continuation lines and nested sub-items) as the "
+        "unit of truncation. (L37)",
         "- ❌ Tried counting budget without the heading and pointer lines → the rendered ledger "
         "overran 8,000 chars by up to 140 chars on long ledgers, (L43)",
     ]
