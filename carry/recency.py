@@ -44,7 +44,9 @@ _MONTH_NAME = re.compile(
     r"(?:\s+(\d{1,2}))?(?:,?\s+(20\d{2}))?(?![a-z])",
     re.IGNORECASE,
 )
-HEAD_CHARS = 32  # a date this far into the first line is the item's own, not data in it
+HEAD_CHARS = 16  # a date this far into the first line is the item's own, not data in it
+BRACKETED_HEAD_CHARS = 40  # … and a bracketed one this far ("attempt 27 (11-29): …")
+_BRACKETED_MONTH_DAY = re.compile(r"[\[(（【]\s*(\d{1,2})[-/](\d{1,2})(?![\d-])")
 _BRACKETED = re.compile(r"[\[(（【]\s*$")
 
 _SUPERSEDED = re.compile(
@@ -63,7 +65,7 @@ _LABEL_WORDS = (
     r"|(?i:attempt|approach|option|plan|try|idea|hypothesis|experiment|theory|fix|variant)"
 )
 _LABEL = re.compile(rf"({_LABEL_WORDS})\s*#?\s*(\d{{1,3}}|[A-Z](?:\d{{1,2}})?)(?![\w])")
-_TAG = re.compile(r"^\[?([A-Z]{1,3}-?\d{1,3})\]?\s*[:：.)\]]")
+_TAG = re.compile(r"^\[?([A-Z]{1,3}-?\d{1,3})\]?(?:\s*[:：.)\]]|\s+[(（])")
 _HASH_TAG = re.compile(r"^#(\d{1,4})\b")
 
 
@@ -93,13 +95,18 @@ def explicit_date(text: str, *, year: int = 0) -> tuple[DateKey, str] | None:
     "Sep 9 — …". A date without a year takes `year`.
     """
     head = item_head(text)
+
+    def own(start: int) -> bool:
+        bracketed = _BRACKETED.search(head[:start]) is not None
+        return start <= HEAD_CHARS or (bracketed and start <= BRACKETED_HEAD_CHARS)
+
     for match in _FULL_DATE.finditer(head):
-        if match.start() <= HEAD_CHARS or _BRACKETED.search(head[: match.start()]):
+        if own(match.start()):
             key = (int(match.group(1)), int(match.group(2)), int(match.group(3)))
             if _valid(key):
                 return key, match.group(0)
     for match in _MONTH_DAY_CJK.finditer(head):
-        if match.start() <= HEAD_CHARS or _BRACKETED.search(head[: match.start()]):
+        if own(match.start()):
             key = (year, int(match.group(1)), int(match.group(2)))
             if _valid(key):
                 return key, match.group(0)
@@ -110,6 +117,10 @@ def explicit_date(text: str, *, year: int = 0) -> tuple[DateKey, str] | None:
         key = (year, int(short.group(1)), int(short.group(2)))
         if _valid(key):
             return key, head[offset : offset + short.end()]
+    for match in _BRACKETED_MONTH_DAY.finditer(head, 0, BRACKETED_HEAD_CHARS):
+        key = (year, int(match.group(1)), int(match.group(2)))
+        if _valid(key):
+            return key, match.group(0).lstrip("[(（【 ")
     named = _MONTH_NAME.match(stripped)
     if named is not None and (named.group(1) or named.group(3)):
         month = _MONTHS.index(named.group(2).lower()[:3]) + 1

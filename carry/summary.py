@@ -43,6 +43,7 @@ _TURN_CUE = re.compile(
 )
 
 
+_SENTENCE_END = re.compile(r"[。！？；]|[.!?;](?=\s)")
 # A bare "failed:" / "失败，" opening the rest says nothing the arrow does not.
 _FAILED_WORD = re.compile(r"^(?:(?i:failed|fails|failure|broken)|失败了?|不成功|无效)[\s:：,，.。;；—–-]*")
 
@@ -132,18 +133,23 @@ def dead_end_summary(
     if len(whole) <= tried_chars + reason_chars:
         return whole
     tried = clause_prefix(first, tried_chars)
-    if tried.endswith("…"):
-        if not details:  # one long sentence: no clean split into attempt and reason
+    if tried.endswith("…"):  # the attempt's name is cut; its reason starts after it
+        sentence = _SENTENCE_END.search(first)
+        if sentence is None and not details:  # one long sentence: no split at all
             return clause_prefix(whole, tried_chars + reason_chars)
-        rest = details  # the attempt's name is cut ("…"); its reason follows on
+        rest = f"{first[sentence.end() :] if sentence else ''} {details}"
     else:
         rest = f"{first[len(tried) :]} {details}"
     rest = rest.strip().lstrip(" ，,;；:：—–-→>。.")
     if not rest:
         return tried
     cue = _REASON_CUE.search(rest)
-    if cue is None:
-        cue = _TURN_CUE.search(rest, 0, reason_chars)
-    source = rest[cue.start() :] if cue is not None else _FAILED_WORD.sub("", rest, count=1)
+    if cue is not None:  # the reason is the sentence that gives it, from its start
+        starts = [match.end() for match in _SENTENCE_END.finditer(rest, 0, cue.start())]
+        source = rest[starts[-1] if starts else 0 :].lstrip()
+    else:
+        turn = _TURN_CUE.search(rest, 0, reason_chars)
+        source = rest[turn.start() :] if turn is not None else rest
+    source = _FAILED_WORD.sub("", source, count=1)
     reason = clause_prefix(source, reason_chars)
     return f"{tried}{ARROW}{reason}" if reason else tried

@@ -253,9 +253,10 @@ def _fill(
     rescuing = step in ("rescue", "rescued")
     candidates: Sequence[int] = prepared.rescue if rescuing else prepared.order
     passes = MAX_PACKING_PASSES if step == "full" else 1
-    for _ in range(passes):
+    for pass_number in range(passes):
         changed = False
-        whole = True  # items are shown whole in priority order until one does not fit
+        whole = True  # first pass: items are shown whole in priority order until one does
+        # not fit; later passes spend what is left on any item, still in priority order
         for index in candidates:
             before = shows[index]
             if step == "full":
@@ -279,7 +280,7 @@ def _fill(
                     changed = True
                     break
                 shows[index] = before
-            if step == "full" and shows[index] != "full":
+            if step == "full" and shows[index] != "full" and pass_number == 0:
                 whole = False
         if not changed:
             break

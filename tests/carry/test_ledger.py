@@ -284,3 +284,75 @@ def test_parse_ledger_never_raises_and_lines_are_consistent(text: str) -> None:
             assert first < item.line_start <= item.line_end <= section.line_end
             assert item.kind in ("success", "failure", "todo", "done", "meta", "plain")
     assert parse_ledger(text) == ledger  # deterministic
+
+
+@pytest.mark.parametrize(
+    ("heading", "kind"),
+    [
+        # The user's own names, Chinese and English: the table's synonyms.
+        ("状态", "status"),
+        ("当前状态", "status"),
+        ("进展", "status"),
+        ("现状", "status"),
+        ("Current status", "status"),
+        ("State", "status"),
+        ("Progress", "status"),
+        ("Where we are", "status"),
+        ("Status 状态", "status"),
+        ("目标", "goal"),
+        ("任务", "goal"),
+        ("Objective", "goal"),
+        ("Mission", "goal"),
+        ("失败尝试", "tried"),
+        ("踩坑", "tried"),
+        ("踩坑记录（别再试了）", "tried"),
+        ("死路", "tried"),
+        ("已尝试", "tried"),
+        ("Dead ends", "tried"),
+        ("Dead-ends", "tried"),
+        ("Tried", "tried"),
+        ("What failed", "tried"),
+        ("Attempts", "tried"),
+        ("Tried & failed", "tried"),
+        ("Tried, didn't work", "tried"),
+        ("Tried (and why it failed)", "tried"),
+        ("下一步", "next"),
+        ("下一步要做的", "next"),
+        ("待办", "next"),
+        ("后续", "next"),
+        ("Next", "next"),
+        ("Next steps", "next"),
+        ("Next up", "next"),
+        ("TODO", "next"),
+        ("Todo", "next"),
+        ("TODO / 下一步", "next"),
+        # Not sections: carried as the ledger's own.
+        ("Decisions", None),
+        ("决策", None),
+        ("Context / links", None),
+        ("Timeline (UTC)", None),
+        ("目标用户", None),
+        ("Statusbar colours", None),
+    ],
+)
+def test_synonyms_in_both_languages(heading: str, kind: str | None) -> None:
+    assert section_kind_of(heading) == kind
+
+
+def test_a_level_one_heading_that_is_not_a_title_is_a_section_of_its_own() -> None:
+    ledger = parse_ledger("# Handoff 2026-11-29\n## Goal\n- g\n# Notes\n- n\n## Next\n- x\n")
+    assert ledger.title == "Handoff 2026-11-29" and ledger.duplicate_titles == 0
+    assert [(s.kind, s.heading) for s in ledger.sections] == [
+        ("goal", "## Goal"),
+        ("other", "# Notes"),
+        ("next", "## Next"),
+    ]
+    assert ledger.unrecognised == ("Notes",)
+
+
+def test_text_before_the_first_section_is_carried_without_a_heading() -> None:
+    ledger = parse_ledger("# Handoff\n> append only, newest last\n\n## Goal\n- g\n## Next\n- x\n")
+    first = ledger.sections[0]
+    assert (first.kind, first.heading) == ("other", "")
+    assert [item.text for item in first.items] == ["> append only, newest last"]
+    assert ledger.unrecognised == ()  # nothing to name

@@ -167,8 +167,8 @@ def test_cut_sections_keep_the_newest_items_and_point_to_the_rest() -> None:
     assert summaries == [
         "- ❌ Tried splitting items on every newline so that cuts could land mid-item → Reason: "
         "nested sub-items lost their parent line; (L35-36)",
-        "- ✅ Fixed: keep whole list items (with continuation lines and nested sub-items) as the "
-        "unit of truncation. (L37)",
+        "- ✅ Fixed: keep whole list items (with… → Works, and the pointer line tells the reader "
+        "where the rest is. (L37)",
         "- ❌ Tried counting budget without the heading and pointer lines → the rendered ledger "
         "overran 8,000 chars by up to 140 chars on long ledgers, (L43)",
     ]
