@@ -421,24 +421,28 @@ def truncate_ledger(
         else:
             waiting.append(index)
 
-    for index in waiting:
-        room = shares[index] + max(0, surplus)
-        shows[index], blocks[index] = _pack(prepared[index], room - separator, path)
-        allowed[index] = room - separator
-        used = len(blocks[index] or "") + separator if blocks[index] is not None else 0
-        surplus += shares[index] - used
-
-    for index in waiting:  # what every section left, highest weight first: more items
-        if blocks[index] is None or "omitted" not in shows[index]:
-            continue
-        current = len(blocks[index] or "")
-        room = current + max(0, surplus)
-        _fill(prepared[index], shows[index], room, path, step="full")
-        _fill(prepared[index], shows[index], room, path, step="summary")
-        block = prepared[index].render(shows[index], path)
-        surplus -= len(block) - current
-        blocks[index] = block
-        allowed[index] = max(allowed[index], room)
+    # The known sections first (their own room, then what every section left, highest
+    # weight first); the ledger's own sections only get what the known ones leave.
+    known = [index for index in waiting if prepared[index].section.kind != "other"]
+    others = [index for index in waiting if prepared[index].section.kind == "other"]
+    for group in (known, others):
+        for index in group:
+            room = shares[index] + max(0, surplus)
+            shows[index], blocks[index] = _pack(prepared[index], room - separator, path)
+            allowed[index] = room - separator
+            used = len(blocks[index] or "") + separator if blocks[index] is not None else 0
+            surplus += shares[index] - used
+        for index in group:  # what is left, highest weight first: more items
+            if blocks[index] is None or "omitted" not in shows[index]:
+                continue
+            current = len(blocks[index] or "")
+            room = current + max(0, surplus)
+            _fill(prepared[index], shows[index], room, path, step="full")
+            _fill(prepared[index], shows[index], room, path, step="summary")
+            block = prepared[index].render(shows[index], path)
+            surplus -= len(block) - current
+            blocks[index] = block
+            allowed[index] = max(allowed[index], room)
 
     shown = [block for block in blocks if block is not None]
     text = SECTION_SEPARATOR.join(shown)

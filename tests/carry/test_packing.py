@@ -11,6 +11,7 @@ import re
 
 import pytest
 from carryd.carry.ledger import parse_ledger
+from carryd.carry.summary import summary_line
 from carryd.carry.truncate import truncate_ledger
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -197,12 +198,14 @@ def test_an_explicit_date_wins_over_the_position() -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(min_value=0, max_value=6_000))
-def test_any_budget_is_kept_and_failures_come_before_successes(budget: int) -> None:
+def test_any_budget_is_kept_and_a_success_never_displaces_a_failure(budget: int) -> None:
     cut = truncate_ledger(parse_ledger(LEDGER), budget, path=PATH)
     assert cut.chars == len(cut.text) <= budget
     tried = next(s for s in cut.sections if s.kind == "tried")
-    shows = dict(zip(range(len(tried.shows)), tried.shows, strict=True))
-    success = 5  # the ✅ attempt 5b
-    if shows and shows[success] != "omitted":
-        failures = [index for index in shows if index != success]
-        assert all(shows[index] != "omitted" for index in failures)
+    success = 5  # the ✅ attempt 5b: shown only when no failure needed its room
+    if tried.shows and tried.shows[success] != "omitted":
+        failure_items = parse_ledger(LEDGER).sections[2].items
+        for index, show in enumerate(tried.shows):
+            if index != success and show == "omitted":
+                brief = summary_line(failure_items[index].text, dead_end=True, brief=True)
+                assert len(brief) > len(failure_items[success].text) // 2
