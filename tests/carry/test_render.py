@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from carryd.carry.flat import FlatInputs, build_flat_carry
@@ -285,3 +286,76 @@ def test_rendering_is_deterministic() -> None:
     hits = (hit("mem_" + "a" * 32, "webshop/notes.md", "webshop", 0.7, "TypeScript"),)
     first = build_carry(inputs(recall_hits=hits))
     assert build_carry(inputs(recall_hits=hits)) == first
+
+
+INLINE = CarryBudgets(total_chars=9_000)  # the SessionStart variant's budget
+
+
+def test_the_inline_variant_never_mentions_what_it_left_out() -> None:
+    plan_text = "# Webshop checkout rewrite\n\n## Current state\n- Checkout moved.\n"  # no history
+    plan = build_carry(inputs(plan_text=plan_text), INLINE)
+    assert ANCHORS_HEADING not in plan.text and "mem_" not in plan.text
+    assert "carryd expand" not in plan.text  # no id to expand: neither trailer nor discipline
+    assert "below" not in DEFAULT_DISCIPLINE
+    assert decisions(plan)["anchors"] == ("dropped", "empty")
+
+
+def test_the_inline_variant_puts_status_and_next_steps_before_history() -> None:
+    big = "".join(f"- [ ] step {number}: " + "details " * 20 + "\n" for number in range(60))
+    ledger_text = LEDGER.replace("## Progress and next steps\n", "## Progress and next steps\n" + big)
+    plan = build_carry(inputs(ledger_text=ledger_text), INLINE)
+    text = plan.text
+    assert len(text) <= 9_000
+    assert text.index("# Handoff ledger") < text.index("# How to read more")
+    assert "- [ ] step 59:" in text  # the newest open step
+    if ANCHORS_HEADING in text:
+        assert text.index("# Handoff ledger") < text.index(ANCHORS_HEADING)
+    for block in text.split("\n\n"):  # no empty segment: every "# " heading has text under it
+        assert "\n" in block.strip() or not block.startswith("# "), block
+
+
+def test_a_plan_that_is_only_a_title_is_no_segment() -> None:
+    plan = build_carry(inputs(plan_text="# Webshop\n\n## History\n- 2026-10-02: split the cart\n"))
+    assert "# Plan: current state" not in plan.text
+    assert decisions(plan)["plan"] == ("dropped", "empty")
+    assert "| 2026-10-02: split the cart |" in plan.text  # the history still has its row
+
+
+def test_anchor_rows_only_for_what_is_not_in_full_and_never_a_bare_heading() -> None:
+    plan_text = (
+        "# Plan\n\n## Current state\n- ship 2.3\n\n## History\n"
+        "### 2026-09-01 v2.2.5\n- fixed the importer; moved CI to uv\n\n### v2.2.4\n"
+        "- 2026-08-20: dropped Python 3.9\n"
+    )
+    plan = build_carry(inputs(plan_text=plan_text))
+    rows = [line for line in plan.text.split("\n") if line.startswith("| mem_")]
+    cells = [row.split(" | ")[1] for row in rows]
+    assert cells == [
+        "2026-09-01: fixed the importer; moved CI to uv",  # dated by its heading
+        "2026-08-20: dropped Python 3.9",
+    ]
+    assert not any("v2.2.5" == cell or "History" in cell for cell in cells)  # no bare heading
+    assert not any("ship 2.3" in row for row in rows)  # the current state follows in full
+    assert not any("Refund flow" in row for row in rows)  # so does the whole ledger
+
+
+def test_a_ledger_that_does_not_fit_names_the_ids_that_hold_what_it_cut() -> None:
+    big = "".join(
+        f"- ❌ attempt {n}: tried variant {n} of the refund queue — failed, because "
+        + "the webhook retried while the queue was still draining " * 3
+        + "\n"
+        for n in range(80)
+    )
+    ledger_text = LEDGER.replace("## Progress and next steps\n", big + "\n## Progress and next steps\n")
+    plan = build_carry(inputs(ledger_text=ledger_text))
+    ledger = plan.text.split("# Handoff ledger")[1].split("\n# Plan")[0]
+    assert decisions(plan)["ledger"] == ("selected", "shrunk")
+    assert len(ledger) <= 8_000 + 60
+    assert "· `carryd expand mem_" in ledger or "Summarised items in full: `carryd expand mem_" in ledger
+    assert "attempt 79: tried variant 79" in ledger  # the newest first
+    assert re.search(r"\+\d+ more → webshop/handoff/LEDGER\.md:11-", ledger)  # the oldest: pointer
+    assert plan.text.endswith(
+        "- The full ledger is `webshop/handoff/LEDGER.md` and the full plan is `webshop/PLAN.md` "
+        "(paths relative to the memory root).\n"
+    )
+    assert "`carryd expand <id>` prints the full text of an anchor" in plan.text
