@@ -585,6 +585,8 @@ def manifest_of(settings: Settings, built: BuiltCarry, *, sha256: str, size: int
             "total": plan.anchors_total if plan else 0,
         },
         "memory": memory,
+        # Ledger headings outside the section table, carried at the lowest weight (issue 10).
+        "unrecognised_sections": list(plan.unrecognised_sections) if plan else [],
         "warnings": list(built.warnings),
     }
     redacted: dict[str, Any] = _redacted(manifest)

@@ -401,3 +401,22 @@ def test_slots_from_the_warm_index_give_the_same_carry_as_slots_read_from_the_fi
         decision.slot == "preference:automation-language"
         for decision in from_index.plan.memory_decisions
     )
+
+
+def test_the_manifest_names_unrecognised_sections_and_the_flat_switch(  # type: ignore[no-untyped-def]
+    memory_root: Settings,
+) -> None:
+    ledger = memory_root.root_path / "webshop" / "handoff" / "LEDGER.md"
+    ledger.write_text("## Goal\nship it\n\n## Random thoughts\n- maybe Kafka\n", encoding="utf-8")
+    result = write_carry(memory_root, "webshop")
+    manifest = json.loads((memory_root.carry_dir / "webshop.json").read_text(encoding="utf-8"))
+    assert result.fallback and manifest["fallback"] is True
+    assert manifest["reason"].startswith("too_few_sections")
+    assert manifest["unrecognised_sections"] == ["Random thoughts"]
+    ledger.write_text(
+        "## 目标\nship it\n\n## 决策\n- Kafka\n\n## 踩坑\n- ❌ Redis — lost acks\n", encoding="utf-8"
+    )
+    result = write_carry(memory_root, "webshop")
+    manifest = json.loads((memory_root.carry_dir / "webshop.json").read_text(encoding="utf-8"))
+    assert not result.fallback and manifest["unrecognised_sections"] == ["决策"]
+    assert "## 决策\n- Kafka" in result.path.read_text(encoding="utf-8")
