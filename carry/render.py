@@ -61,7 +61,9 @@ from carryd.carry.select import (
     candidates_from_recall,
     select_memory_context,
 )
+from carryd.carry.recency import item_facts, ledger_year, priority_order
 from carryd.carry.sidecar import apply_sidecar, parse_sidecar
+from carryd.carry.summary import flatten
 from carryd.carry.truncate import EntrySpan, render_section, truncate_ledger
 from carryd.index.entries import Entry, parse_entries
 from carryd.index.redact import redact
@@ -142,6 +144,50 @@ def recall_query(inputs: CarryInputs) -> str:
     if not query and pieces:
         query = safe_prefix(pieces[0], QUERY_MAX_CHARS)
     return query
+
+
+MAX_QUERIES = 12  # goal + status + open next steps: enough for a long ledger's open list
+
+
+def recall_queries(inputs: CarryInputs) -> tuple[str, ...]:
+    """Given the inputs, return the short recall queries for the memory segment (issue 10):
+    the goal's first sentence, the current status line, then each open next step (newest
+    first) — each its first sentence, redacted, without repeats; () without a ledger.
+
+    A short query is one a matching note covers well; one long query (`recall_query`) is
+    covered by nothing, so lexical confidence never reaches the inject threshold.
+    """
+    ledger = ledger_of(inputs)
+    if ledger is None:
+        return ()
+    pieces: list[str] = []
+    goal = ledger.section("goal")
+    if goal is not None and goal.items:
+        pieces.append(goal.items[0].text)
+    for kind in ("status", "next"):
+        section = ledger.section(kind)
+        if section is None or not section.items:
+            continue
+        facts = item_facts(section.items, kind, year=ledger_year(ledger.title))
+        open_items = [
+            section.items[index]
+            for index in priority_order(section.items, facts)
+            if facts[index].state == "open"
+        ]
+        pieces.extend(item.text for item in (open_items[:1] if kind == "status" else open_items))
+    queries: list[str] = []
+    for piece in pieces:
+        _, flat = flatten(redact(piece))
+        query = _first_sentence(flat)
+        if query and query not in queries:
+            queries.append(query)
+    return tuple(queries[:MAX_QUERIES])
+
+
+def _first_sentence(text: str) -> str:
+    match = re.search(r"[。！？]|[.!?](?=\s|$)", text)
+    sentence = text[: match.end()] if match else text
+    return safe_prefix(sentence.strip(), QUERY_MAX_CHARS // 4).strip()
 
 
 def build_carry(inputs: CarryInputs, budgets: CarryBudgets = CarryBudgets()) -> CarryPlan:

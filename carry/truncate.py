@@ -311,7 +311,9 @@ def _floors(prepared: Sequence[_Section], capacity: int, path: str) -> list[int]
     and pointer for every section (when they all fit), then its dead-end lines, highest
     weight first, for the sections whose lines still fit."""
     separator = len(SECTION_SEPARATOR)
-    minimal = [len(p.render(["omitted"] * len(p.section.items), path)) + separator for p in prepared]
+    minimal = [
+        len(p.render(["omitted"] * len(p.section.items), path)) + separator for p in prepared
+    ]
     if sum(minimal) > capacity:
         return [0] * len(prepared)
     floors = list(minimal)

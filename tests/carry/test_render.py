@@ -13,6 +13,7 @@ from carryd.carry.render import (
     CarryBudgets,
     CarryInputs,
     build_carry,
+    recall_queries,
     recall_query,
 )
 from carryd.carry.select import MemorySelectionPolicy
@@ -302,7 +303,8 @@ def test_the_inline_variant_never_mentions_what_it_left_out() -> None:
 
 def test_the_inline_variant_puts_status_and_next_steps_before_history() -> None:
     big = "".join(f"- [ ] step {number}: " + "details " * 20 + "\n" for number in range(60))
-    ledger_text = LEDGER.replace("## Progress and next steps\n", "## Progress and next steps\n" + big)
+    heading = "## Progress and next steps\n"
+    ledger_text = LEDGER.replace(heading, heading + big)
     plan = build_carry(inputs(ledger_text=ledger_text), INLINE)
     text = plan.text
     assert len(text) <= 9_000
@@ -346,12 +348,13 @@ def test_a_ledger_that_does_not_fit_names_the_ids_that_hold_what_it_cut() -> Non
         + "\n"
         for n in range(80)
     )
-    ledger_text = LEDGER.replace("## Progress and next steps\n", big + "\n## Progress and next steps\n")
+    heading = "## Progress and next steps\n"
+    ledger_text = LEDGER.replace(heading, big + "\n" + heading)
     plan = build_carry(inputs(ledger_text=ledger_text))
     ledger = plan.text.split("# Handoff ledger")[1].split("\n# Plan")[0]
     assert decisions(plan)["ledger"] == ("selected", "shrunk")
     assert len(ledger) <= 8_000 + 60
-    assert "· `carryd expand mem_" in ledger or "Summarised items in full: `carryd expand mem_" in ledger
+    assert re.search(r"(· |Summarised items in full: )`carryd expand mem_", ledger)
     assert "attempt 79: tried variant 79" in ledger  # the newest first
     assert re.search(r"\+\d+ more → webshop/handoff/LEDGER\.md:11-", ledger)  # the oldest: pointer
     assert plan.text.endswith(
@@ -359,3 +362,15 @@ def test_a_ledger_that_does_not_fit_names_the_ids_that_hold_what_it_cut() -> Non
         "(paths relative to the memory root).\n"
     )
     assert "`carryd expand <id>` prints the full text of an anchor" in plan.text
+
+
+def test_recall_queries_are_short_goal_status_and_each_open_step() -> None:
+    assert recall_queries(inputs()) == (
+        "Make the refund flow pass all 17 contract tests, then delete `lib/payments/legacy.js`.",
+        "Refund flow: contract tests 14/17 passing.",  # the current status line, not the ✅ one
+        "Fix `ERR_REFUND_CURRENCY_MISMATCH` in the multi-currency contract test.",  # newest first
+        "Compute partial refunds from line items, not from the order total.",
+    )
+    assert recall_queries(inputs(ledger_text=None)) == ()
+    secret = LEDGER.replace("## Goal\n", f"## Goal\nDeploy with key {AWS}. Then more.\n\n")
+    assert all(AWS not in query for query in recall_queries(inputs(ledger_text=secret)))

@@ -403,7 +403,7 @@ def test_slots_from_the_warm_index_give_the_same_carry_as_slots_read_from_the_fi
     )
 
 
-def test_the_manifest_names_unrecognised_sections_and_the_flat_switch(  # type: ignore[no-untyped-def]
+def test_the_manifest_names_unrecognised_sections_and_the_flat_switch(
     memory_root: Settings,
 ) -> None:
     ledger = memory_root.root_path / "webshop" / "handoff" / "LEDGER.md"
