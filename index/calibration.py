@@ -3,9 +3,19 @@
 A cosine means different things for different models (all-MiniLM puts unrelated text at
 0.0–0.6, E5 at 0.75–0.85), and a per-model constant is a guess for every model nobody measured.
 So carryd measures what "unrelated" looks like for *this* model on *this* corpus: the cosines
-between L0s of different files, sampled at random. Their mean and standard deviation are the
-calibration's `null_mean` and `null_spread`; a query's cosine is then read as a distance above
-them (`SemanticCalibration.z`), with model-free weights.
+between L0s of different files, sampled at random, and reads a query's cosine against their
+upper tail. Model-free quantile levels give the three cosines of a `SemanticCalibration`:
+
+    ramp_from = q(RAMP_FROM)   (confidence 0; 4% of unrelated pairs lie above)
+    floor     = q(FLOOR)       (the arm nominates only above; 2% of unrelated pairs do)
+    ceiling   = q(CEILING)     (confidence 1; 0.5% of unrelated pairs lie above)
+
+Chosen on LoCoMo with two English models (bench/bench_recall.py; the test all-MiniLM-L6-v2 and
+paraphrase-MiniLM-L3-v2, whose unrelated cosines differ: 0.37 ± 0.16 vs 0.30 ± 0.17): with
+these levels both keep the negative controls at 1 of 32 injected (the one a lexical hit
+injects), and both rank better than with the hand-made MiniLM ramp (fewer weak semantic votes).
+A fixed distance in standard deviations did not transfer (the second model's negatives sit
+higher in its distribution: 19% injected at the MiniLM-equivalent z), quantiles of the tail did.
 
 Why different files: within a file, neighbouring entries share their subject; across files most
 pairs do not, and the few that do (a recurring topic) only widen the spread, which makes the arm
@@ -28,19 +38,35 @@ from carryd.index.fusion import SemanticCalibration
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["MIN_PAIRS", "PAIRS", "UnrelatedCosines", "unrelated_cosines", "calibrate"]
+__all__ = [
+    "CEILING",
+    "FLOOR",
+    "MIN_PAIRS",
+    "PAIRS",
+    "RAMP_FROM",
+    "UnrelatedCosines",
+    "unrelated_cosines",
+    "calibrate",
+]
 
-PAIRS = 20_000  # enough for a mean and spread to ±0.005; ~2 ms at 384 dims
+RAMP_FROM = 0.96
+FLOOR = 0.98
+CEILING = 0.995
+PAIRS = 20_000  # the 99.5% quantile from 100 pairs above it; ~5 ms at 384 dims
 MIN_PAIRS = 200  # fewer distinct unrelated pairs than this: too little to measure, use a prior
 _SEED = 20261130
 
 
 @dataclass(frozen=True)
 class UnrelatedCosines:
-    """The distribution of cosines between unrelated L0s: its mean, spread and sample size."""
+    """The distribution of cosines between unrelated L0s: the quantiles a calibration uses,
+    the mean and standard deviation (for the record) and the sample size."""
 
+    ramp_from: float  # quantile RAMP_FROM
+    floor: float  # quantile FLOOR
+    ceiling: float  # quantile CEILING
     mean: float
-    spread: float  # standard deviation
+    spread: float
     pairs: int
 
 
@@ -78,8 +104,14 @@ def unrelated_cosines(
     left, right = matrix[rows[first]], matrix[rows[second]]
     norms = np.linalg.norm(left, axis=1) * np.linalg.norm(right, axis=1)
     cosines = np.einsum("ij,ij->i", left, right) / np.where(norms > 0, norms, 1.0)
+    ramp_from, floor, ceiling = np.quantile(cosines, [RAMP_FROM, FLOOR, CEILING])
     return UnrelatedCosines(
-        mean=float(cosines.mean()), spread=float(cosines.std()), pairs=int(cosines.size)
+        ramp_from=float(ramp_from),
+        floor=float(floor),
+        ceiling=float(ceiling),
+        mean=float(cosines.mean()),
+        spread=float(cosines.std()),
+        pairs=int(cosines.size),
     )
 
 
@@ -100,8 +132,9 @@ def calibrate(
         return fallback
     return SemanticCalibration(
         name=name,
-        null_mean=measured.mean,
-        null_spread=measured.spread,
+        floor=measured.floor,
+        ceiling=max(measured.ceiling, measured.floor + 1e-6),
         multilingual=multilingual,
+        ramp_from=measured.ramp_from,
         source="corpus",
     )

@@ -5,9 +5,9 @@ Two questions, answered separately (seed P3):
 
 **Decide** (inject or not) with absolute numbers only. Every arm gives each candidate a
 confidence in [0, 1] that depends on the query and that entry alone (lexical: IDF-weighted
-query coverage, see `carryd.index.lexical`; semantic: the cosine read against the corpus's
-unrelated-L0 cosines through `SemanticCalibration`, which also decides what the semantic arm
-may nominate at all).
+query coverage, see `carryd.index.lexical`; semantic: the cosine through the
+`SemanticCalibration` measured on the corpus (`carryd.index.calibration`), which also decides
+what the semantic arm may nominate at all).
 A hit's confidence is the **max** over its arms — one arm that is sure is enough, since each
 arm catches what the other misses (error codes vs. paraphrases). The decision compares that
 with `min_confidence`. Nothing here is normalised over the candidate list, so a hit's
@@ -55,9 +55,6 @@ __all__ = [
     "Neighbour",
     "SemanticCalibration",
     "CalibrationSource",
-    "RAMP_FROM_Z",
-    "NOMINATE_AT_Z",
-    "FULL_AT_Z",
     "CJK_SHARE_UNREADABLE",
     "calibration_for",
     "fuse",
@@ -97,14 +94,15 @@ _LEVEL_ORDER: Mapping[ParentLevel, int] = {"topic": 0, "file": 1, "workspace": 2
 class SemanticCalibration:
     """How to read one embedding model's cosines as an absolute confidence.
 
-    Every model has its own cosine range (all-MiniLM spreads unrelated text over 0.0–0.6, E5
-    squeezes everything into 0.7–0.9), so a cosine is read against the cosines the same model
-    gives *unrelated* L0s of the same corpus (`null_mean`, `null_spread`: mean and standard
-    deviation of L0 pairs from different files, measured by `carryd.index.calibration`), as
-    ``z = (cosine - null_mean) / null_spread``. Confidence is a linear ramp from z
-    `RAMP_FROM_Z` (0) to `FULL_AT_Z` (1); the arm nominates only entries above z
-    `NOMINATE_AT_Z` (`floor`, in cosine), where the ramp reaches about the default threshold.
-    These three numbers are model-free; only the measured null is the model's.
+    A linear ramp from the model's "unrelated" cosine (`floor` → 0) to its "same content" cosine
+    (`ceiling` → 1); the default threshold 0.5 sits at the midpoint. Cosine similarity is
+    already absolute, but every model has its own range: all-MiniLM spreads unrelated text over
+    0.0–0.6, E5 models squeeze everything into 0.7–0.9. The semantic arm nominates only entries
+    above the floor (confidence > 0), so a near-random cosine never enters the fusion.
+
+    `carryd.index.calibration.calibrate` measures the three cosines on the user's own corpus
+    (quantiles of the cosines between unrelated L0s), with no per-model number; the constants
+    below are priors for when no measurement exists yet (`source`).
 
     `multilingual`: an English-only model cannot read Chinese, so for such a model the semantic
     arm abstains on a query whose letters are mostly CJK and never nominates an entry whose L0 is
@@ -112,23 +110,21 @@ class SemanticCalibration:
     """
 
     name: str
-    null_mean: float  # mean cosine between unrelated L0s (this model, this corpus)
-    null_spread: float  # their standard deviation
+    floor: float  # cosine at and below which the arm does not nominate
+    ceiling: float  # cosine at and above which confidence is 1
     multilingual: bool
+    # cosine at and below which confidence is 0 (None: the floor). Set below the floor when the
+    # arm should nominate only what it is fairly sure of, while the ramp stays the model's.
+    ramp_from: float | None = None
     source: CalibrationSource = "prior"
-
-    @property
-    def floor(self) -> float:
-        """The cosine at and below which the arm does not nominate."""
-        return self.null_mean + NOMINATE_AT_Z * self.null_spread
-
-    def z(self, cosine: float) -> float:
-        """Given a cosine, return how many unrelated-pair spreads it lies above their mean."""
-        return (cosine - self.null_mean) / max(self.null_spread, 1e-6)
 
     def confidence(self, cosine: float) -> float:
         """Given a cosine similarity, return the calibrated confidence in [0, 1]."""
-        return min(1.0, max(0.0, (self.z(cosine) - RAMP_FROM_Z) / (FULL_AT_Z - RAMP_FROM_Z)))
+        start = self.floor if self.ramp_from is None else self.ramp_from
+        span = self.ceiling - start
+        if span <= 0:
+            return 1.0 if cosine >= self.ceiling else 0.0
+        return min(1.0, max(0.0, (cosine - start) / span))
 
     def reads(self, text: str) -> bool:
         """Given a query or an L0, return whether this model's cosine for it means anything."""
@@ -136,28 +132,30 @@ class SemanticCalibration:
 
 
 CJK_SHARE_UNREADABLE = 0.5
-# In spreads of the unrelated cosines above their mean. Measured with all-MiniLM on LoCoMo
-# (bench/bench_recall.py; unrelated L0s: mean 0.371, spread 0.163), these are the cosines the
-# earlier hand-made MiniLM ramp used — 0.55 → 0.65, nominating above 0.60: the best L0 cosine of
-# a negative-control query reaches z 0.6–1.3; a genuine paraphrase with no word in common z
-# 0.8–2; nominating from z 1.1 instead of 1.4 cost fused recall@5 on LoCoMo 2–4 points.
-RAMP_FROM_Z = 1.1
-NOMINATE_AT_Z = 1.4
-FULL_AT_Z = 1.7
 
-# Priors, used until the index stores the corpus calibration beside the model identity (the
-# caller then builds it with `carryd.index.calibration.calibrate` and uses that instead).
-# all-MiniLM-L6-v2: measured on LoCoMo as above; English-only: abstains on Chinese.
-MINILM = SemanticCalibration(name="minilm", null_mean=0.371, null_spread=0.163, multilingual=False)
-# multilingual-e5-small (the default model): E5's cosines sit high (unrelated ~0.75–0.8). Not
-# measurable offline: a guess (ramp 0.82–0.85) that the corpus calibration replaces.
-E5 = SemanticCalibration(name="e5", null_mean=0.78, null_spread=0.04, multilingual=True)
-# Any other model: a conservative middle (ramp 0.52–0.64); languages unknown, so trusted on all.
-GENERIC = SemanticCalibration(name="generic", null_mean=0.30, null_spread=0.20, multilingual=True)
+# all-MiniLM-L6-v2 (the offline test model), measured on the development sets
+# (bench/bench_recall.py): the best L0 cosine of a negative-control query (about something the
+# root does not contain) is 0.46–0.52 on LoCoMo, mostly L0s that merely share a speaker's name;
+# a genuine paraphrase with no word in common reaches 0.5–0.7; the model is as sure as it gets at
+# 0.65, so confidence ramps from 0.55 to 0.65 and the default threshold 0.5 sits at 0.60.
+# Nomination: with RRF's k = 60 any entry both arms nominate outranks the lexical arm's rank 1,
+# so a semantic nomination is a strong vote; the arm nominates only what it would inject by
+# itself at the default threshold (cosine above 0.60, confidence ≥ 0.5). Nominating from 0.55
+# cost fused recall@5 on LoCoMo 2–4 points, from 0.45 about 15 (most weakly similar L0s are
+# not the answer). English-only: abstains on Chinese.
+MINILM = SemanticCalibration(
+    name="minilm", floor=0.60, ceiling=0.65, multilingual=False, ramp_from=0.55
+)
+# multilingual-e5-small (the default model): E5's cosines sit high (unrelated ~0.75–0.8, a
+# relevant passage ~0.85–0.9). Not measurable here (the model cannot be downloaded offline):
+# re-run bench/bench_recall.py --model <e5 folder> and adjust.
+E5 = SemanticCalibration(name="e5", floor=0.80, ceiling=0.90, multilingual=True)
+# Any other model: a conservative middle; languages unknown, so it is trusted on all text.
+GENERIC = SemanticCalibration(name="generic", floor=0.40, ceiling=0.80, multilingual=True)
 
 
 def calibration_for(model_name: str) -> SemanticCalibration:
-    """Given a model's name (or identity key), return the prior calibration for it."""
+    """Given a model's name (or identity key), return the prior cosine calibration for it."""
     folded = model_name.casefold()
     if "e5" in folded:
         return E5

@@ -68,6 +68,9 @@ def test_the_unrelated_distribution_follows_the_range_of_the_model() -> None:
     assert wide is not None and narrow is not None
     assert narrow.mean == pytest.approx(0.15 * wide.mean + 0.85, abs=1e-9)
     assert narrow.spread == pytest.approx(0.15 * wide.spread, abs=1e-9)
+    for level in ("ramp_from", "floor", "ceiling"):
+        assert getattr(narrow, level) == pytest.approx(0.15 * getattr(wide, level) + 0.85)
+    assert wide.ramp_from < wide.floor < wide.ceiling
 
 
 def test_same_vectors_same_calibration() -> None:
@@ -82,7 +85,7 @@ def test_only_pairs_from_different_files_count() -> None:
     groups = ["a.md"] * 20 + ["b.md"] * 20
     measured = unrelated_cosines(vectors, groups)
     assert measured is not None
-    assert measured.mean == pytest.approx(0.0) and measured.spread == pytest.approx(0.0)
+    assert measured.mean == pytest.approx(0.0) and measured.ceiling == pytest.approx(0.0)
 
 
 def test_too_small_a_corpus_keeps_the_prior() -> None:
