@@ -24,8 +24,8 @@ level):
 - the same per LoCoMo category (multi-hop, open-domain, single-hop, temporal);
 - the reliability of the confidence: the top-10 fused hits of every real query binned by
   confidence against the share that are relevant (overlap a gold entry), with the expected
-  calibration error, for the held-out half of the set (`fit_half`: the confidence weights were
-  fitted on the other half) and, for reference, the fitted half and the whole set;
+  calibration error, for the held-out half of the set (`fit_half`: anything fitted is fitted
+  on the other half) and, for reference, the fitting half and the whole set;
 - the inject threshold: the share of real queries with a gold entry whose confidence passes
   `min_confidence` next to the share of negative-control queries (bench/negative_queries_*.jsonl:
   things the root does not contain) that still get an `inject` hit, and the same for a sweep
@@ -120,8 +120,9 @@ def metrics(ranked: Sequence[Span], gold: Sequence[Span]) -> tuple[float, float,
 
 
 def fit_half(item: dict[str, Any]) -> int:
-    """Given a query, return its half of the set (0: the half the confidence weights were
-    fitted on, 1: held out): LoCoMo by conversation, CMRC by the gold entry's article."""
+    """Given a query, return its half of the set (0: the half confidence constants may be
+    fitted on, 1: held out from any fit): LoCoMo by conversation, CMRC by the gold entry's
+    article."""
     key = item.get("workspace") or item["gold"][0]["path"]
     return int(hashlib.sha256(key.encode("utf-8")).hexdigest(), 16) % 2
 
@@ -498,7 +499,7 @@ def evaluate_set(
         table_, ece = reliability(held_out)
         print(
             f"  reliability of the top-{TOP} fused hits of the held-out half ({len(held_out)} "
-            f"hits): ECE {ece:.3f} (fitted half {ece_fit:.3f}, all {ece_all:.3f})"
+            f"hits): ECE {ece:.3f} (fitting half {ece_fit:.3f}, all {ece_all:.3f})"
         )
         print(f"   {'confidence':>11s} {'hits':>6s} {'mean conf':>9s} {'relevant':>8s}")
         for low, high, count, mean, share in table_:

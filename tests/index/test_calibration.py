@@ -13,7 +13,9 @@ def corpus(seed: int = 7, files: int = 40, per_file: int = 5, dim: int = 64) -> 
     """Given a seed, return unit 'L0 vectors': each file a topic, its entries near the topic."""
     generator = np.random.default_rng(seed)
     topics = generator.normal(size=(files, dim))
-    rows = np.repeat(topics, per_file, axis=0) + 0.9 * generator.normal(size=(files * per_file, dim))
+    rows = np.repeat(topics, per_file, axis=0) + 0.9 * generator.normal(
+        size=(files * per_file, dim)
+    )
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
@@ -54,8 +56,10 @@ def test_two_models_with_different_cosine_ranges_make_the_same_inject_decisions(
     # The paraphrases inject their own entry; the unrelated queries inject nothing.
     calibration = calibrate("m", wide, GROUPS, multilingual=True)
     assert calibration is not None
-    own = [calibration.confidence(float(near_query @ wide[n])) for n, near_query in
-           enumerate(queries[:30])]
+    own = [
+        calibration.confidence(float(near_query @ wide[n]))
+        for n, near_query in enumerate(queries[:30])
+    ]
     assert sum(value >= 0.5 for value in own) >= 25
     unrelated_pairs = (queries[30:] @ wide.T).ravel()
     injected = [calibration.confidence(float(c)) >= 0.5 for c in unrelated_pairs]

@@ -6,7 +6,7 @@ import math
 from collections import Counter
 
 import pytest
-from carryd.index.lexical import B, K1, LexicalStats, idf, query_terms, search
+from carryd.index.lexical import K1, B, LexicalStats, idf, query_terms, search
 from carryd.index.tokenize import terms
 from hypothesis import given, settings
 from hypothesis import strategies as st
