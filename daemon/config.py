@@ -8,7 +8,9 @@ Where things come from:
 - the config file: `--config`, else `CARRYD_CONFIG`, else
   `<platformdirs user_config_dir>/config.toml` (a missing default file is fine; a missing
   explicit one is an error);
-- the root: `--root`, else `CARRYD_ROOT`, else the config's `root`;
+- the root: `--root`, else `CARRYD_ROOT`, else the config's `root`, else the nearest folder
+  at or above the current one that holds the state folder (`.carryd/`), so a command a carry
+  prints runs as written from inside the memory root;
 - a local model folder: the config's `model.model_path`, else `CARRYD_MODEL_PATH`.
 """
 
@@ -146,7 +148,8 @@ class Settings:
     def root_path(self) -> Path:
         if not self.root:
             raise ConfigError(
-                "no memory root: pass --root DIR, set CARRYD_ROOT, or set 'root' in the config file"
+                "no memory root: pass --root DIR, set CARRYD_ROOT, set 'root' in the config "
+                "file, or run inside a memory root (a folder holding the state folder)"
             )
         return Path(self.root).expanduser()
 
@@ -194,8 +197,10 @@ def load_settings(
     *,
     root: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
 ) -> Settings:
-    """Given the CLI's --config/--root and the environment, return the effective settings."""
+    """Given the CLI's --config/--root, the environment and the current folder (default: the
+    process's), return the effective settings."""
     env = os.environ if environ is None else environ
     explicit = config_file is not None or bool(env.get(CONFIG_ENV))
     path = Path(config_file or env.get(CONFIG_ENV) or default_config_file()).expanduser()
@@ -218,12 +223,28 @@ def load_settings(
         model_keys_written=frozenset(model_table) if isinstance(model_table, dict) else frozenset(),
     )
     chosen_root = root or env.get(ROOT_ENV) or settings.root
+    if not chosen_root:
+        found = find_root(Path.cwd() if cwd is None else Path(cwd), settings.index.state_dir)
+        chosen_root = str(found) if found is not None else ""
     if chosen_root:
         settings = dataclasses.replace(settings, root=str(Path(chosen_root).expanduser()))
     if not settings.model.model_path and env.get(MODEL_PATH_ENV):
         model = dataclasses.replace(settings.model, model_path=env[MODEL_PATH_ENV])
         settings = dataclasses.replace(settings, model=model)
     return settings
+
+
+def find_root(start: Path, state_dir: str) -> Path | None:
+    """Given a folder, return the nearest folder at or above it holding `state_dir` as a
+    folder (a memory root carryd has indexed), or None."""
+    try:
+        here = start.expanduser().absolute()
+    except OSError:  # the current folder was deleted
+        return None
+    for folder in (here, *here.parents):
+        if (folder / state_dir).is_dir():
+            return folder
+    return None
 
 
 # Settings fields that describe where the settings came from; never keys of the file.

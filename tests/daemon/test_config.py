@@ -163,6 +163,26 @@ def test_root_precedence(tmp_path: Path) -> None:
     assert load_settings(environ={"CARRYD_CONFIG": str(config)}).config_file == str(config)
 
 
+def test_root_is_found_by_walking_up_to_the_state_folder(tmp_path: Path) -> None:
+    """Issue 10 item 6: `carryd expand` as a carry prints it, run from a folder inside the
+    root, finds the root — after --root, CARRYD_ROOT and the config, which still win."""
+    root = tmp_path / "memory"
+    deep = root / "ws" / "notes" / "deeper"
+    deep.mkdir(parents=True)
+    (root / ".carryd").mkdir()
+    assert load_settings(environ={}, cwd=deep).root == str(root)
+    assert load_settings(environ={}, cwd=root).root == str(root)
+    assert load_settings(environ={"CARRYD_ROOT": "/elsewhere"}, cwd=deep).root == "/elsewhere"
+    config = tmp_path / "c.toml"
+    config.write_text(f'root = "{tmp_path / "from-config"}"\n')
+    assert load_settings(config, environ={}, cwd=deep).root == str(tmp_path / "from-config")
+    assert load_settings(environ={}, cwd=tmp_path).root == ""  # no .carryd/ above: no root
+    (tmp_path / "plain" / ".carryd").mkdir(parents=True)
+    (tmp_path / "plain" / "x").mkdir()
+    (tmp_path / "plain" / "x" / ".carryd").write_text("a file, not the state folder")
+    assert load_settings(environ={}, cwd=tmp_path / "plain" / "x").root == str(tmp_path / "plain")
+
+
 def test_model_path_precedence(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text('[model]\nmodel_path = "/models/from-config"\n')
