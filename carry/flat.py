@@ -11,6 +11,7 @@ The trailer every carry ends with lives here too, so the fallback has no other d
 
 from __future__ import annotations
 
+import shlex
 import unicodedata
 from dataclasses import dataclass
 
@@ -35,26 +36,38 @@ class FlatInputs:
     ledger_text: str | None  # None: no ledger (or unreadable)
     plan_path: str  # relative to the memory root
     ledger_path: str
+    root: str | None = None  # the memory root, named in the trailer (None: not named)
 
 
-def trailer(workspace: str, *, ledger_path: str, plan_path: str, expand: bool = True) -> str:
+def trailer(
+    workspace: str,
+    *,
+    ledger_path: str,
+    plan_path: str,
+    expand: bool = True,
+    root: str | None = None,
+) -> str:
     """Given a workspace and its files' root-relative paths, return the carry's trailer.
 
     Without `expand` (a carry that names no `mem_…` id) it does not mention expanding one.
+    With `root` (the memory root, absolute) the commands name it, so they run as written from
+    any folder, and the files' paths say what they are relative to (issue 10 item 6).
     """
+    where = f" --root {shlex.quote(root)}" if root else ""
     lines = ["# How to read more"]
     if expand:
         lines.append(
-            "- `carryd expand <id>` prints the full text of an anchor (`mem_…`) from the current "
-            "files; several ids at once are fine."
+            f"- `carryd expand <id>{where}` prints the full text of an anchor (`mem_…`) from "
+            "the current files; several ids at once are fine."
         )
     lines.append(
-        f'- `carryd recall "<question>" --workspace {workspace}` searches this workspace and '
-        "your root-level memory."
+        f'- `carryd recall "<question>" --workspace {workspace}{where}` searches this workspace '
+        "and your root-level memory."
     )
+    relative = f"the memory root `{root}`" if root else "the memory root"
     lines.append(
         f"- The full ledger is `{ledger_path}` and the full plan is `{plan_path}` "
-        "(paths relative to the memory root)."
+        f"(paths relative to {relative})."
     )
     return "\n".join(lines)
 
@@ -88,6 +101,7 @@ def build_flat_carry(
         ledger_path=inputs.ledger_path,
         plan_path=inputs.plan_path,
         expand=False,
+        root=inputs.root,
     )
     note = redact(FLAT_NOTE)
     required = [discipline, note, redact(closing)]

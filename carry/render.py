@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from carryd.carry.anchors import AnchorRow, history_rows, render_anchor_table
@@ -54,15 +54,17 @@ from carryd.carry.planner import (
     SegmentDecision,
     plan_prompt,
 )
+from carryd.carry.recency import item_facts, ledger_year, priority_order
 from carryd.carry.select import (
+    MemoryContextCandidate,
     MemoryContextPlan,
     MemoryDecision,
     MemorySelectionPolicy,
+    Provenance,
     authority_from_location,
     candidates_from_recall,
     select_memory_context,
 )
-from carryd.carry.recency import item_facts, ledger_year, priority_order
 from carryd.carry.sidecar import apply_sidecar, parse_sidecar
 from carryd.carry.summary import flatten
 from carryd.carry.truncate import EntrySpan, render_section, truncate_ledger
@@ -76,7 +78,8 @@ ANCHORS_HEADING = "# Plan history, not shown above (`carryd expand <id>` prints 
 MIN_SECTIONS = 2  # fewer recognised ledger sections than this: the flat carry is better
 FallbackReason = Literal["too_few_sections"]
 _ANCHOR_ID = re.compile(r"mem_[0-9a-f]{32}")
-MEMORY_HEADING = "# Recalled memory (for the ledger's goal and next steps)"
+MEMORY_HEADING = "# Recalled memory (your root-level defaults; notes for the goal and next steps)"
+UNSHOWN_DEFAULTS = "Root-level defaults over the memory budget, not shown (`carryd expand <id>`):"
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,12 @@ class CarryInputs:
     sidecar_text: str | None = None  # None: no sidecar file
     recall_hits: tuple[RecallHit, ...] = ()  # the recall answer's hits, in its order
     section_names: SectionNames = SectionNames()
+    # Root-level memory entries (MEMORY.md, notes/…): the user's standing defaults, carried
+    # every time at `user_default` authority within the memory budget (issue 10 item 5).
+    root_defaults: tuple[Entry, ...] = ()
+    # The memory root, absolute, named in the trailer's commands so they run as written from
+    # any folder (issue 10 item 6). None: the commands rely on root discovery.
+    root: str | None = None
 
 
 @dataclass(frozen=True)
@@ -194,11 +203,19 @@ def build_carry(inputs: CarryInputs, budgets: CarryBudgets = CarryBudgets()) -> 
     if _too_few_sections(inputs, ledger):
         return _flat_plan(inputs, budgets, warnings, unrecognised)
     closing = redact(
-        trailer(inputs.workspace, ledger_path=inputs.ledger_path, plan_path=inputs.plan_path)
+        trailer(
+            inputs.workspace,
+            ledger_path=inputs.ledger_path,
+            plan_path=inputs.plan_path,
+            root=inputs.root,
+        )
     )
     notice = redact(missing_notice(inputs))
     memory, excluded = _memory(inputs, budgets.memory)
-    memory_segment = f"{MEMORY_HEADING}\n{memory.context}" if memory.context else ""
+    memory_segment = "\n".join(
+        part for part in (memory.context, unshown_defaults(inputs, memory)) if part
+    )
+    memory_segment = f"{MEMORY_HEADING}\n{memory_segment}" if memory_segment else ""
     rows, newest_first = _history_rows(inputs)
 
     segments = [
@@ -248,6 +265,7 @@ def _flat_plan(
             ledger_text=inputs.ledger_text,
             plan_path=inputs.plan_path,
             ledger_path=inputs.ledger_path,
+            root=inputs.root,
         ),
         total_chars=budgets.total_chars,
         plan_chars=budgets.plan_chars,
@@ -283,6 +301,7 @@ def _without_dangling_expand(planned: PromptPlan, inputs: CarryInputs, closing: 
             ledger_path=inputs.ledger_path,
             plan_path=inputs.plan_path,
             expand=False,
+            root=inputs.root,
         )
     )
     text = body + short + "\n"
@@ -498,13 +517,19 @@ def _memory(
 
     Hits on ledger or plan entries are already in the carry (ledger, plan, anchors); they only
     stay candidates when they name a slot, where they can decide a conflict (the ledger's
-    explicit requirements are the current turn's authority).
+    explicit requirements are the current turn's authority). Root-level defaults are standing
+    candidates with their whole text (an L0 abstract would cut a list of rules); a recall hit
+    on one lends it its confidence and is not a candidate of its own.
     """
     carried = {inputs.ledger_path, inputs.plan_path}
+    defaults = {entry.id: entry for entry in inputs.root_defaults}
+    confidence: dict[str, float] = {}
     kept: list[RecallHit] = []
     excluded: list[str] = []
     for hit in inputs.recall_hits:
-        if hit.path in carried and hit.slot is None:
+        if hit.id in defaults:
+            confidence.setdefault(hit.id, float(hit.confidence))
+        elif hit.path in carried and hit.slot is None:
             excluded.append(hit.id)
         else:
             slot = redact(hit.slot) if hit.slot else hit.slot
@@ -515,5 +540,46 @@ def _memory(
             hit.workspace, hit.path, active_ledger=inputs.ledger_path
         ),
     )
-    plan = select_memory_context(candidates, user_scope=inputs.workspace, policy=policy)
+    standing = tuple(
+        MemoryContextCandidate(
+            memory_id=entry.id,
+            text=redact(entry.text.strip()),
+            user_scope=None,
+            score=confidence.get(entry.id, 0.0),
+            source_rank=len(kept) + position,
+            provenance=Provenance(
+                source_id=entry.id,
+                path=entry.path,
+                line_start=entry.line_start,
+                line_end=entry.line_end,
+            ),
+            conflict_key=redact(entry.slot) if entry.slot else None,
+            authority="user_default",
+            standing=True,
+        )
+        for position, entry in enumerate(inputs.root_defaults, start=1)
+        if entry.text.strip()
+    )
+    plan = select_memory_context(
+        (*standing, *candidates), user_scope=inputs.workspace, policy=policy
+    )
     return plan, tuple(excluded)
+
+
+def unshown_defaults(inputs: CarryInputs, plan: MemoryContextPlan) -> str:
+    """Given the memory selection, return the line naming root-level defaults the budget left
+    out ("" when every one is shown): a standing rule is never silently absent."""
+    defaults = {entry.id: entry for entry in inputs.root_defaults}
+    over = ("char_budget_exceeded", "token_budget_exceeded")
+    missing = [
+        defaults[decision.memory_id]
+        for decision in plan.decisions
+        if decision.memory_id in defaults and decision.reason in over
+    ]
+    if not missing:
+        return ""
+    named = ", ".join(
+        f"{entry.id} ({entry.path}:{entry.line_start}-{entry.line_end})" for entry in missing
+    )
+    line: str = redact(f"{UNSHOWN_DEFAULTS} {named}")
+    return line

@@ -83,6 +83,10 @@ class MemoryContextCandidate:
     provenance: Provenance
     conflict_key: str | None = None  # explicit slot from entry metadata, never guessed
     authority: Authority = "user_default"
+    # A root-level default carried every time (issue 10): it is not chosen for relevance, so
+    # the confidence gate and top-k do not apply; scope, dedupe, conflicts and both budgets
+    # do, and it is packed before relevance-ranked hits.
+    standing: bool = False
 
     def __post_init__(self) -> None:
         checked_authority(self.authority, memory_id=self.memory_id)
@@ -260,7 +264,7 @@ def select_memory_context(
                 "scope_mismatch",
                 f"lives in scope {candidate.user_scope!r}, the query's scope is {user_scope!r}.",
             )
-        elif not candidate.score >= policy.min_score:  # NaN fails closed too
+        elif not candidate.standing and not candidate.score >= policy.min_score:  # NaN too
             decide(
                 position,
                 "low_confidence",
@@ -319,10 +323,14 @@ def select_memory_context(
                 )
 
     # 6. Stable top-k, then atomic blocks under both budgets; later, smaller ones backfill.
+    # Standing defaults are packed first and do not count towards top-k.
     selected: list[MemoryContextCandidate] = []
-    for position in survivors:
+    ranked = 0
+    packing = [p for p in survivors if ordered[p].standing]
+    packing += [p for p in survivors if not ordered[p].standing]
+    for position in packing:
         candidate = ordered[position]
-        if len(selected) >= policy.top_k:
+        if not candidate.standing and ranked >= policy.top_k:
             decide(position, "top_k_reached", f"top-k of {policy.top_k} already selected.")
             continue
         trial = render_memory_context([*selected, candidate])
@@ -342,7 +350,11 @@ def select_memory_context(
             )
             continue
         selected.append(candidate)
-        decide(position, "selected", f"fits as hit {len(selected)} of at most {policy.top_k}.")
+        if candidate.standing:
+            decide(position, "selected", "a root-level default, carried every time; it fits.")
+            continue
+        ranked += 1
+        decide(position, "selected", f"fits as hit {ranked} of at most {policy.top_k}.")
 
     context = render_memory_context(selected)
     decisions = tuple(decided[position] for position in range(len(ordered)))

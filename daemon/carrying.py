@@ -32,15 +32,23 @@ from typing import TYPE_CHECKING, Any
 from carryd.carry.flat import FLAT_NOTE, FlatInputs, build_flat_carry, trailer
 from carryd.carry.ledger import SectionNames
 from carryd.carry.planner import SegmentDecision
-from carryd.carry.render import CarryBudgets, CarryInputs, CarryPlan, build_carry, recall_query
+from carryd.carry.render import (
+    CarryBudgets,
+    CarryInputs,
+    CarryPlan,
+    build_carry,
+    recall_queries,
+)
 from carryd.carry.select import MemoryDecision, MemorySelectionPolicy
 from carryd.daemon.errors import UsageError
 from carryd.daemon.files import write_atomic
 from carryd.daemon.layout import check_workspace, list_workspaces
 from carryd.daemon.recall_access import LocalRecall, RecallAccess
-from carryd.daemon.scan import outside_root
+from carryd.daemon.scan import FileContent, outside_root, read_markdown, scan_paths
 from carryd.daemon.version import carryd_version
+from carryd.index.entries import ROOT_LEVEL_DIRS, Entry, parse_entries
 from carryd.index.errors import PromptBudgetError
+from carryd.index.recall import RecallHit
 from carryd.index.redact import redact
 
 if TYPE_CHECKING:
@@ -83,7 +91,7 @@ class BuiltCarry:
     reason: str | None
     budgets: CarryBudgets
     sources: tuple[SourceFile, ...]
-    query: str
+    queries: tuple[str, ...]
     recall_degraded: str | None
     plan: CarryPlan | None  # the planned carry (None when it fell back)
     segment_decisions: tuple[SegmentDecision, ...]
@@ -196,14 +204,13 @@ def _planned(
         plan_text=plan_text,
         sidecar_text=sidecar_text,
         section_names=SectionNames(**dataclasses.asdict(settings.carry.sections)),
+        root_defaults=_root_defaults(settings, sources, warnings),
+        root=str(root),
     )
-    query = recall_query(inputs)
-    degraded: str | None = None
-    if query:
-        limit = max(settings.recall.limit, 4 * settings.carry.memory_top_k)
-        answer = source.answer(query, workspace=workspace, limit=limit, min_confidence=0)
-        degraded = answer.degraded
-        inputs = dataclasses.replace(inputs, recall_hits=answer.hits)
+    queries = recall_queries(inputs)
+    limit = max(settings.recall.limit, 4 * settings.carry.memory_top_k)
+    hits, degraded = recall_many(source, queries, workspace=workspace, limit=limit)
+    inputs = dataclasses.replace(inputs, recall_hits=hits)
     plan = build_carry(inputs, budgets)
     text = plan.text
     if redact(text) != text:  # I3, belt and braces: a secret formed across segment borders
@@ -219,12 +226,76 @@ def _planned(
         reason=reason,
         budgets=budgets,
         sources=tuple(sources),
-        query=query,
+        queries=queries,
         recall_degraded=degraded,
         plan=plan,
         segment_decisions=plan.segment_decisions,
         warnings=(*warnings, *plan.warnings),
     )
+
+
+def recall_many(
+    source: RecallAccess, queries: Iterable[str], *, workspace: str, limit: int
+) -> tuple[tuple[RecallHit, ...], str | None]:
+    """Given short queries, return their hits merged and the first degradation reported.
+
+    One recall access answers every query (one store, one loaded model). A hit found by
+    several queries keeps its best confidence; the order is best confidence first, then the
+    first query and rank that found it (stable: same index, same order). Every hit is kept
+    (`min_confidence=0`): the carry's own gate, `carry.memory_min_confidence`, decides.
+    """
+    best: dict[str, tuple[RecallHit, int]] = {}
+    degraded: str | None = None
+    seen = 0
+    for query in queries:
+        answer = source.answer(query, workspace=workspace, limit=limit, min_confidence=0)
+        degraded = degraded or answer.degraded
+        for hit in answer.hits:
+            held = best.get(hit.id)
+            if held is None:
+                best[hit.id] = (hit, seen)
+                seen += 1
+            elif hit.confidence > held[0].confidence:
+                best[hit.id] = (hit, held[1])
+    merged = sorted(best.values(), key=lambda pair: (-pair[0].confidence, pair[1]))
+    return tuple(hit for hit, _ in merged), degraded
+
+
+def _root_defaults(
+    settings: Settings, sources: list[SourceFile], warnings: list[str]
+) -> tuple[Entry, ...]:
+    """Given the settings, return the root-level memory's entries (MEMORY.md and other
+    Markdown at the root, `notes/`…), sorted by path and line: the user's standing defaults.
+
+    Read the way the indexer reads them (links out of the root, size limit, UTF-8); a file
+    that cannot be read is a warning for the manifest, never an error.
+    """
+    root = settings.root_path
+    try:
+        tops = sorted(
+            child.name
+            for child in root.iterdir()
+            if child.name.lower().endswith(".md") or child.name in ROOT_LEVEL_DIRS
+        )
+    except OSError as error:
+        warnings.append(f"root-level memory: cannot list {root}: {error.strerror or error}")
+        return ()
+    found = scan_paths(root, tops, settings.index)
+    entries: list[Entry] = []
+    for relative in sorted(found.files):
+        content = read_markdown(
+            root,
+            relative,
+            settings.index.max_file_bytes,
+            follow_links_outside_root=settings.index.follow_links_outside_root,
+        )
+        if not isinstance(content, FileContent):
+            if content is not None:
+                warnings.append(f"root-level memory: {content.path}: {content.reason}")
+            continue
+        sources.append(SourceFile(relative, content.sha256, content.size, content.mtime_ns / 1e9))
+        entries.extend(parse_entries(relative, content.text))
+    return tuple(entries)
 
 
 def _flat(
@@ -253,6 +324,7 @@ def _flat(
         ledger_text=ledger_text,
         plan_path=paths["plan"],
         ledger_path=paths["ledger"],
+        root=str(root),
     )
     decisions: tuple[SegmentDecision, ...] = ()
     try:
@@ -280,7 +352,7 @@ def _flat(
         reason=redact(reason),
         budgets=budgets,
         sources=tuple(sources),
-        query="",
+        queries=(),
         recall_degraded=None,
         plan=None,
         segment_decisions=decisions,
@@ -291,7 +363,11 @@ def _flat(
 def _minimal(settings: Settings, workspace: str, paths: Mapping[str, str]) -> str:
     """Given a workspace, return the carry of very last resort: discipline, notice, trailer."""
     closing = trailer(
-        workspace, ledger_path=paths["ledger"], plan_path=paths["plan"], expand=False
+        workspace,
+        ledger_path=paths["ledger"],
+        plan_path=paths["plan"],
+        expand=False,
+        root=str(settings.root_path),
     )
     return f"{settings.carry.discipline}\n\n{FLAT_NOTE}\n\n{closing}\n"
 
@@ -457,7 +533,7 @@ def manifest_of(settings: Settings, built: BuiltCarry, *, sha256: str, size: int
     """Given a built carry and its hash, return its manifest (every string redacted)."""
     plan = built.plan
     memory: dict[str, Any] = {
-        "query": built.query,
+        "queries": list(built.queries),
         "degraded": built.recall_degraded,
         "decisions": [_memory_json(d) for d in plan.memory_decisions] if plan else [],
         "excluded_already_in_carry": list(plan.memory_excluded) if plan else [],

@@ -10,6 +10,7 @@ from carryd.carry.flat import FlatInputs, build_flat_carry
 from carryd.carry.render import (
     ANCHORS_HEADING,
     MEMORY_HEADING,
+    UNSHOWN_DEFAULTS,
     CarryBudgets,
     CarryInputs,
     build_carry,
@@ -268,8 +269,14 @@ def test_duplicate_ledger_titles_use_the_last_ledger() -> None:
 def test_fewer_than_two_known_sections_is_the_flat_carry(ledger_text: str) -> None:
     plan = build_carry(inputs(ledger_text=ledger_text), CarryBudgets(total_chars=6_000))
     flat = build_flat_carry(
-        FlatInputs("webshop", DEFAULT_DISCIPLINE, PLAN, ledger_text, "webshop/PLAN.md",
-                   "webshop/handoff/LEDGER.md"),
+        FlatInputs(
+            "webshop",
+            DEFAULT_DISCIPLINE,
+            PLAN,
+            ledger_text,
+            "webshop/PLAN.md",
+            "webshop/handoff/LEDGER.md",
+        ),
         total_chars=6_000,
     )
     assert plan.fallback == "too_few_sections"
@@ -382,3 +389,37 @@ def test_recall_queries_are_short_goal_status_and_each_open_step() -> None:
     assert recall_queries(inputs(ledger_text=None)) == ()
     secret = LEDGER.replace("## Goal\n", f"## Goal\nDeploy with key {AWS}. Then more.\n\n")
     assert all(AWS not in query for query in recall_queries(inputs(ledger_text=secret)))
+
+
+def test_root_level_defaults_reach_the_carry_whole_and_over_budget_ones_are_named() -> None:
+    """Issue 10 item 5: MEMORY.md and notes/ entries are standing candidates with their whole
+    text (a rule list is more than its L0); a recall hit on one only lends its confidence;
+    a default the memory budget cannot hold is named with its id and lines."""
+    from carryd.index.entries import parse_entries
+
+    memory = "# standing rules\n\n- Talk to me in Chinese.\n- Always `uv run`, never global pip.\n"
+    notes = "# prod\n" + "- Never touch prod from a laptop; PR to infra-gitops instead.\n" * 30
+    defaults = (*parse_entries("MEMORY.md", memory), *parse_entries("notes/prod.md", notes))
+    rules, prod = defaults[0].id, defaults[1].id
+    hits = (hit(rules, "MEMORY.md", None, 0.3, "standing rules — Talk to me in Chinese."),)
+    policy = MemorySelectionPolicy(min_score=0.5, top_k=5, max_chars=1_000, max_tokens=800)
+    budgets = dataclasses.replace(CarryBudgets(), memory=policy)
+    plan = build_carry(inputs(root_defaults=defaults, recall_hits=hits), budgets)
+    reasons = {d.memory_id: (d.reason, d.score) for d in plan.memory_decisions}
+    assert reasons == {rules: ("selected", 0.3), prod: ("char_budget_exceeded", 0.0)}
+    assert 'authority="user_default" source="MEMORY.md:1-4"' in plan.text
+    assert "- Always `uv run`, never global pip.\n</memory_hit>" in plan.text
+    assert f"{UNSHOWN_DEFAULTS} {prod} (notes/prod.md:1-31)" in plan.text
+    assert build_carry(inputs(root_defaults=defaults, recall_hits=hits), budgets) == plan
+
+
+def test_the_trailer_names_the_root_in_every_command() -> None:
+    root = "/home/me/my memory"
+    plan = build_carry(inputs(root=root))
+    trailer = plan.text[plan.text.index("# How to read more") :]
+    assert (
+        "`carryd recall \"<question>\" --workspace webshop --root '/home/me/my memory'`" in trailer
+    )
+    assert "relative to the memory root `/home/me/my memory`" in trailer
+    assert root not in plan.text[: -len(trailer)]
+    assert build_carry(inputs(root=root)) == plan  # byte-stable for a given root

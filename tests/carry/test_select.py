@@ -405,3 +405,67 @@ def test_selection_is_order_independent_budgeted_and_total(cands, policy, seed) 
     # No two selected candidates share a slot.
     slots = [d.slot for d in plan.decisions if d.status == "selected" and d.slot is not None]
     assert len(slots) == len(set(slots))
+
+
+def standing(memory_id: str, text: str, *, score: float = 0.0, slot: str | None = None):  # type: ignore[no-untyped-def]
+    return MemoryContextCandidate(
+        memory_id=memory_id,
+        text=text,
+        user_scope=None,
+        score=score,
+        source_rank=90,
+        provenance=Provenance(source_id=memory_id, path="MEMORY.md", line_start=1, line_end=4),
+        conflict_key=slot,
+        authority="user_default",
+        standing=True,
+    )
+
+
+def test_a_standing_default_needs_no_confidence_and_takes_no_top_k_place() -> None:
+    """Issue 10 item 5: root-level defaults are candidates every time; relevance hits still
+    pass the confidence gate and fill top-k on their own."""
+    policy = MemorySelectionPolicy(min_score=0.5, top_k=1, max_chars=3_000, max_tokens=800)
+    plan = select_memory_context(
+        [
+            standing("d1", "Always answer in Chinese."),
+            standing("d2", "Always `uv run`; never global pip."),
+            candidate(
+                "r1", "Redis sessions live in db 3.", score=0.9, authority="workspace_override"
+            ),
+            candidate("r2", "Cart TTL is 30 days.", score=0.8, authority="workspace_override"),
+            candidate("r3", "Unrelated noise.", score=0.1, authority="workspace_override"),
+        ],
+        user_scope="ws",
+        policy=policy,
+    )
+    assert reasons(plan) == {
+        "d1": "selected",
+        "d2": "selected",
+        "r1": "selected",
+        "r2": "top_k_reached",
+        "r3": "low_confidence",
+    }
+    # Standing defaults are packed (and shown) first.
+    assert plan.selected_memory_ids == ("d1", "d2", "r1")
+
+
+def test_a_standing_default_still_meets_budgets_and_loses_its_slot_to_a_workspace() -> None:
+    long = "Never touch prod from a laptop. " * 20
+    plan = select_memory_context(
+        [
+            standing("d1", "short rule"),
+            standing("d2", long),
+            standing("d3", "I prefer Python for scripts.", slot="lang"),
+            candidate(
+                "w1", "Here automation is TypeScript.", slot="lang", authority="workspace_override"
+            ),
+        ],
+        user_scope="ws",
+        policy=MemorySelectionPolicy(min_score=0.5, top_k=5, max_chars=400, max_tokens=800),
+    )
+    assert reasons(plan) == {
+        "w1": "selected",
+        "d1": "selected",
+        "d2": "char_budget_exceeded",
+        "d3": "authority_loser",
+    }

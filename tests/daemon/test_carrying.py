@@ -147,13 +147,20 @@ def test_write_carries_writes_carry_and_manifest(memory_root: Settings) -> None:
     assert text.startswith(DEFAULT_DISCIPLINE + "\n\n")
     assert "# Handoff ledger (`webshop/handoff/LEDGER.md`)" in text
     assert "<recalled_memory>" in text
-    assert str(memory_root.root_path) not in text  # no absolute paths in the .md
+    # The one absolute path is the root, named in the trailer's commands (issue 10 item 6:
+    # they run as written from any folder; this overrides DESIGN's "no absolute paths").
+    trailer = text[text.index("# How to read more") :]
+    root = str(memory_root.root_path)
+    assert root not in text[: len(text) - len(trailer)]
+    assert f"carryd expand <id> --root {root}`" in trailer
+    assert f"--workspace webshop --root {root}`" in trailer
     data = manifest(memory_root, "webshop")
     assert data["sha256"] == webshop.sha256 and data["bytes"] == webshop.bytes
     assert data["fallback"] is False and data["reason"] is None
     assert {source["path"] for source in data["sources"]} == {
         "webshop/handoff/LEDGER.md",
         "webshop/PLAN.md",
+        "MEMORY.md",  # root-level memory: standing defaults, candidates every time
     }
     assert all(len(source["sha256"]) == 64 for source in data["sources"])
     assert {d["name"] for d in data["segments"]} == {
@@ -163,7 +170,13 @@ def test_write_carries_writes_carry_and_manifest(memory_root: Settings) -> None:
     assert data["budgets"]["total_chars"] == 18_000
     reasons = {d["memory_id"]: d["reason"] for d in data["memory"]["decisions"]}
     assert "selected" in reasons.values()
-    assert data["memory"]["query"].startswith("Make the refund flow pass")
+    # Several short queries: the goal's first sentence, the status line, each open next step.
+    assert data["memory"]["queries"] == [
+        "Make the refund flow pass all 17 contract tests (refund currency, automation scripts).",
+        "Refund flow: contract tests 14/17 passing.",
+        "Write the refund automation script: which automation language for scripts?",
+        "Fix `ERR_REFUND_CURRENCY_MISMATCH` in the multi-currency contract test.",
+    ]
     # Ledger and plan entries are in the carry already: not recalled a second time.
     assert data["memory"]["excluded_already_in_carry"]
     assert data["anchors"]["shown"] == data["anchors"]["total"] > 0
