@@ -14,6 +14,7 @@ newer than the carry) or a fallback.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import time
 from pathlib import Path
@@ -85,6 +86,7 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
     checked = (recorded or {}).get("carries_checked") or {}
     carries = [
         carry_report(settings, workspace, checked_at=checked.get(workspace), now=now)
+        | {"unrecognised_sections": _unrecognised_sections(settings, workspace)}
         for workspace in list_workspaces(settings)
     ]
     problems = _problems(daemon, model, carries)
@@ -100,6 +102,17 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
         "last_error": (recorded or {}).get("last_error"),
         "carries": carries,
     }
+
+
+def _unrecognised_sections(settings: Settings, workspace: str) -> list[str]:
+    """Given a workspace, return the ledger headings its manifest says are outside the
+    section table (carried at the lowest weight; issue 10 item 3), [] when none or unknown."""
+    try:
+        manifest = json.loads((settings.carry_dir / f"{workspace}.json").read_text("utf-8"))
+        names = manifest.get("unrecognised_sections") or []
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [str(name) for name in names] if isinstance(names, list) else []
 
 
 def _daemon_section(
@@ -222,6 +235,9 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
             )
         if carry["fallback"]:
             flags.append(f"FALLBACK: {carry['reason']}")
+        if carry.get("unrecognised_sections"):
+            names = ", ".join(f"'{name}'" for name in carry["unrecognised_sections"])
+            flags.append(f"ledger sections outside the table, carried last: {names}")
         lines.append(
             f"carry {carry['workspace']}: {carry['bytes']} bytes, sha256 {carry['sha256'][:12]}, "
             f"written {_ago(carry['age_seconds'])} ago"

@@ -263,3 +263,21 @@ def test_status_names_the_model_a_local_folder_really_holds(
     identity = json.loads(capsys.readouterr().out)["model"]["identity"]
     assert identity.startswith("nreimers/MiniLM-L6-H384-uncased (model.onnx, 384-d, mean)")
     assert str(use_model) in identity
+
+
+def test_status_names_ledger_sections_outside_the_table(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 10 item 3: a heading the section table does not know is carried at the lowest
+    weight, and `carryd status` says which (the manifest's `unrecognised_sections`)."""
+    write_carry(root, "proj", 2000)
+    manifest_path = root / ".carryd" / "carry" / "proj.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["unrecognised_sections"] = ["Random thoughts", "决策"]
+    manifest_path.write_text(json.dumps(manifest))
+    os.utime(manifest_path, (2000, 2000))
+    assert main(["status", "--root", str(root)]) == 0  # healthy: named, not a problem
+    out = capsys.readouterr().out
+    assert "ledger sections outside the table, carried last: 'Random thoughts', '决策'" in out
+    report = status_report(make_settings(root), now=2100)
+    assert report["carries"][0]["unrecognised_sections"] == ["Random thoughts", "决策"]
