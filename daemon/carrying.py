@@ -18,6 +18,7 @@ The `.md` holds no timestamps and no absolute paths; those go to the manifest.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import hashlib
@@ -96,6 +97,10 @@ class BuiltCarry:
     plan: CarryPlan | None  # the planned carry (None when it fell back)
     segment_decisions: tuple[SegmentDecision, ...]
     warnings: tuple[str, ...]
+    # The SessionStart variant, planned from the same inputs under the hook's inline budget
+    # (issue 10 item 7): None when not pre-built (a fallback, or the required parts do not fit).
+    inline_text: str | None = None
+    inline_budget: int | None = None
 
 
 # --- workspaces -------------------------------------------------------------------------------
@@ -149,13 +154,24 @@ def _local_recall(settings: Settings, store: Store | None) -> RecallAccess:
     return LocalRecall(settings, store=store, lazy_model=False, missing_index="fail")
 
 
+def inline_budget(settings: Settings, workspace: str) -> int:
+    """Given a workspace, return the budget its SessionStart variant is planned under: the
+    hook's `hooks.inline_chars` less the line the hook adds (naming the full carry's path)."""
+    from carryd.daemon.handoff import compose_context  # the hook's own framing, not a copy
+
+    carry_path = str(settings.carry_dir / f"{workspace}.md")
+    return max(0, settings.hooks.inline_chars - len(compose_context("", carry_path)))
+
+
 def _build(
     settings: Settings, workspace: str, source: RecallAccess, *, max_chars: int | None
 ) -> BuiltCarry:
     budgets = budgets_from_settings(settings, max_chars=max_chars)
     paths = _relative_paths(settings, workspace)
+    # The full carry (no `max_chars`) is written with its inline variant beside it.
+    inline = inline_budget(settings, workspace) if max_chars is None else None
     try:
-        return _planned(settings, workspace, source, budgets, paths)
+        return _planned(settings, workspace, source, budgets, paths, inline=inline)
     except PromptBudgetError:
         if max_chars is not None:
             raise  # the caller asked for a budget the required segments cannot meet
@@ -187,6 +203,8 @@ def _planned(
     source: RecallAccess,
     budgets: CarryBudgets,
     paths: Mapping[str, str],
+    *,
+    inline: int | None = None,
 ) -> BuiltCarry:
     root = settings.root_path
     sources: list[SourceFile] = []
@@ -205,7 +223,7 @@ def _planned(
         sidecar_text=sidecar_text,
         section_names=SectionNames(**dataclasses.asdict(settings.carry.sections)),
         root_defaults=_root_defaults(settings, sources, warnings),
-        root=str(root),
+        root=str(root.absolute()),
     )
     queries = recall_queries(inputs)
     limit = max(settings.recall.limit, 4 * settings.carry.memory_top_k)
@@ -219,6 +237,9 @@ def _planned(
     if plan.fallback is not None:  # the planner chose the flat carry, and says why
         reason = f"{plan.fallback}: fewer than two of the ledger's four sections recognised"
         log.info("%s: carry is flat: %s", workspace, reason)
+    inline_text = None
+    if inline is not None:
+        inline_text = _inline_variant(settings, workspace, inputs, inline)
     return BuiltCarry(
         workspace=workspace,
         text=text,
@@ -231,7 +252,25 @@ def _planned(
         plan=plan,
         segment_decisions=plan.segment_decisions,
         warnings=(*warnings, *plan.warnings),
+        inline_text=inline_text,
+        inline_budget=inline,
     )
+
+
+def _inline_variant(
+    settings: Settings, workspace: str, inputs: CarryInputs, budget: int
+) -> str | None:
+    """Given the full carry's inputs (recall already done), return the carry planned under
+    the inline budget, or None when its required segments do not fit it (the hook then
+    answers briefly, as it would have)."""
+    try:
+        text = build_carry(inputs, budgets_from_settings(settings, max_chars=budget)).text
+    except PromptBudgetError as error:
+        log.info("%s: no inline variant: %s", workspace, error)
+        return None
+    if redact(text) != text:  # I3, as for the full carry
+        raise ValueError("the planned inline carry still held a secret after redaction")
+    return text
 
 
 def recall_many(
@@ -324,7 +363,7 @@ def _flat(
         ledger_text=ledger_text,
         plan_path=paths["plan"],
         ledger_path=paths["ledger"],
-        root=str(root),
+        root=str(root.absolute()),
     )
     decisions: tuple[SegmentDecision, ...] = ()
     try:
@@ -367,7 +406,7 @@ def _minimal(settings: Settings, workspace: str, paths: Mapping[str, str]) -> st
         ledger_path=paths["ledger"],
         plan_path=paths["plan"],
         expand=False,
-        root=str(settings.root_path),
+        root=str(settings.root_path.absolute()),
     )
     return f"{settings.carry.discipline}\n\n{FLAT_NOTE}\n\n{closing}\n"
 
@@ -479,6 +518,11 @@ def write_carries(
     return results
 
 
+def inline_path(settings: Settings, workspace: str) -> Path:
+    """Given a workspace, return where its pre-built SessionStart variant is written."""
+    return settings.carry_dir / f"{workspace}.inline.md"
+
+
 def _write(settings: Settings, built: BuiltCarry) -> CarryResult:
     carry_path = settings.carry_dir / f"{built.workspace}.md"
     manifest_path = settings.carry_dir / f"{built.workspace}.json"
@@ -486,6 +530,15 @@ def _write(settings: Settings, built: BuiltCarry) -> CarryResult:
     digest = hashlib.sha256(data).hexdigest()
     changed = _read_existing(carry_path) != data
     manifest = manifest_of(settings, built, sha256=digest, size=len(data))
+    # The inline variant first: a hook trusts it only when the manifest names its hash.
+    inline_file = inline_path(settings, built.workspace)
+    if built.inline_text is not None:
+        inline_data = built.inline_text.encode("utf-8")
+        if _read_existing(inline_file) != inline_data:
+            write_atomic(inline_file, inline_data)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            inline_file.unlink()
     if changed:
         write_atomic(carry_path, data)
     if changed or _manifest_outdated(manifest_path, manifest):
@@ -563,12 +616,27 @@ def manifest_of(settings: Settings, built: BuiltCarry, *, sha256: str, size: int
             "total": plan.anchors_total if plan else 0,
         },
         "memory": memory,
+        "inline": _inline_json(settings, built),
         # Ledger headings outside the section table, carried at the lowest weight (issue 10).
         "unrecognised_sections": list(plan.unrecognised_sections) if plan else [],
         "warnings": list(built.warnings),
     }
     redacted: dict[str, Any] = _redacted(manifest)
     return redacted
+
+
+def _inline_json(settings: Settings, built: BuiltCarry) -> dict[str, Any] | None:
+    """Given a built carry, return its inline variant's manifest entry (None: not pre-built)."""
+    if built.inline_text is None:
+        return None
+    data = built.inline_text.encode("utf-8")
+    return {
+        "carry": f"{settings.index.state_dir}/carry/{built.workspace}.inline.md",
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+        "chars": len(built.inline_text),
+        "budget_chars": built.inline_budget,
+    }
 
 
 def _memory_json(decision: MemoryDecision) -> dict[str, Any]:

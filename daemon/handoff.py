@@ -19,6 +19,7 @@ answer in its host's format. Everything else lives here once:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import os
@@ -249,6 +250,11 @@ def inline_carry(settings: Settings, workspace: str, *, budget_for_carry: int) -
         text = _read_carry(path)
         if text is not None and len(text) <= budget_for_carry:
             return InlineCarry(text, str(path), state.state == "fallback", state.detail)
+        # The variant the daemon pre-built for this budget (issue 10 item 7): no model, no
+        # planner. TODO(rela): one freshness/integrity check in layout.py could cover it.
+        text = _read_prebuilt_inline(settings, workspace, budget_for_carry)
+        if text is not None:
+            return InlineCarry(text, str(path), state.state == "fallback", state.detail)
     return plan_carry_text(
         settings,
         workspace,
@@ -296,6 +302,24 @@ def _read_carry(path: Path) -> str | None:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def _read_prebuilt_inline(settings: Settings, workspace: str, budget: int) -> str | None:
+    """Given a fresh carry's workspace, return its pre-built inline variant when the manifest
+    names it with this file's sha256 and it fits `budget` (None otherwise: re-plan)."""
+    try:
+        manifest = json.loads((settings.carry_dir / f"{workspace}.json").read_text("utf-8"))
+        entry = manifest.get("inline") if isinstance(manifest, dict) else None
+        data = (settings.carry_dir / f"{workspace}.inline.md").read_bytes()
+    except (OSError, ValueError):
+        return None
+    if not isinstance(entry, dict) or entry.get("sha256") != hashlib.sha256(data).hexdigest():
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text if len(text) <= budget else None
 
 
 def _manifest_fallback(settings: Settings, workspace: str) -> tuple[bool, str | None]:

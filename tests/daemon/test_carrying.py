@@ -431,3 +431,41 @@ def test_the_manifest_names_unrecognised_sections_and_the_flat_switch(
     manifest = json.loads((memory_root.carry_dir / "webshop.json").read_text(encoding="utf-8"))
     assert not result.fallback and manifest["unrecognised_sections"] == ["决策"]
     assert "## 决策\n- Kafka" in result.path.read_text(encoding="utf-8")
+
+
+def test_the_inline_variant_is_written_beside_the_carry(tmp_path: Path, use_model: Path) -> None:
+    """Issue 10 item 7: the daemon and `carryd carry` pre-build the SessionStart variant under
+    the hook's inline budget, with its own sha256 in the manifest, byte-stable, rewritten only
+    when its bytes change, and the same text the hook would otherwise plan."""
+    import hashlib
+
+    from carryd.daemon.carrying import inline_budget, inline_path
+
+    root = make_root(tmp_path / "memory")
+    config = tmp_path / "config.toml"
+    config.write_text("[hooks]\ninline_chars = 2500\n", encoding="utf-8")
+    settings = load_settings(config, root=root)
+    from carryd.daemon.indexing import sync_root
+
+    sync_root(settings)
+    result = write_carry(settings, "webshop")
+    path = inline_path(settings, "webshop")
+    inline = path.read_text(encoding="utf-8")
+    full = result.path.read_text(encoding="utf-8")
+    budget = inline_budget(settings, "webshop")
+    assert len(full) > budget >= len(inline) > 0
+    entry = manifest(settings, "webshop")["inline"]
+    assert entry["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert entry["carry"] == ".carryd/carry/webshop.inline.md" and entry["budget_chars"] == budget
+    # The same text the hook's own planning gives for that budget.
+    planned = build_workspace_carry(settings, "webshop", max_chars=budget)
+    assert inline == planned.text
+    assert inline.startswith(DEFAULT_DISCIPLINE) and "# How to read more" in inline
+    stamp = path.stat().st_mtime_ns
+    write_carry(settings, "webshop")
+    assert path.stat().st_mtime_ns == stamp and path.read_text(encoding="utf-8") == inline
+    # A budget the required segments cannot meet: no variant, none left behind, none named.
+    config.write_text("[hooks]\ninline_chars = 200\n", encoding="utf-8")
+    settings = load_settings(config, root=root)
+    write_carry(settings, "webshop")
+    assert not path.exists() and manifest(settings, "webshop")["inline"] is None

@@ -823,3 +823,40 @@ def test_codex_session_start_speaks_the_same_wire_format(
     monkeypatch.setattr(sys, "stdin", io.StringIO('{"cwd": "/nowhere/shop"}'))
     assert main(["hook", "codex", "statusline", "--root", str(root)]) == 0
     assert capsys.readouterr().out == "\n"
+
+
+def test_a_fresh_carry_too_big_to_inline_answers_from_the_prebuilt_variant(
+    carried_root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 10 item 7: with a fresh carry and no daemon, the hook reads the variant
+    `carryd carry` pre-built for its budget — no model, no planner — and a variant whose
+    bytes do not match the manifest's sha256 is not trusted (the hook re-plans, same text)."""
+    # Re-planned for this copy of the root: the carry names its root, and the inline budget
+    # leaves room for the line naming the full carry's path.
+    assert main(["carry", "--root", str(carried_root)]) == 0
+    carry_dir = carried_root / ".carryd" / "carry"
+    full, inline = carry_dir / "shop.md", carry_dir / "shop.inline.md"
+    assert len(full.read_text(encoding="utf-8")) > 9_000 and inline.is_file()
+    probe = (
+        "import io, json, sys\n"
+        "from carryd.daemon.cli import main\n"
+        "sys.stdin = io.StringIO(json.dumps({'cwd': '/x/shop', 'source': 'clear'}))\n"
+        f"code = main(['hook', 'claude-code', 'session-start', '--root', {str(carried_root)!r}])\n"
+        "heavy = [m for m in ('fastembed', 'onnxruntime', 'carryd.carry.planner') "
+        "if m in sys.modules]\n"
+        "print(json.dumps(heavy), code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    answer_line, marker = done.stdout.strip().splitlines()[-2:]
+    assert marker == "[] 0"  # nothing heavy imported: a file was read
+    expected = inline.read_text(encoding="utf-8").rstrip("\n") + f"\n\nFull carry: {full}"
+    assert session_answer(answer_line) == expected
+    # Tampered with: not the bytes the manifest names, so the hook plans the carry itself.
+    inline.write_text("not the carry", encoding="utf-8")
+    context = hook_context(
+        carried_root, session_start_input("/home/me/src/shop", "clear"), monkeypatch, capsys
+    )
+    assert context == expected
