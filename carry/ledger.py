@@ -39,76 +39,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+# Re-exported: the section table's home is `carryd.carry.sections` (light to import).
+from carryd.carry.sections import SECTION_ORDER as SECTION_ORDER
+from carryd.carry.sections import SECTION_TABLE as SECTION_TABLE
+from carryd.carry.sections import KnownKind as KnownKind
+from carryd.carry.sections import SectionNames as SectionNames
+from carryd.carry.sections import SectionSpec as SectionSpec
 from markdown_it import MarkdownIt
 
-KnownKind = Literal["status", "goal", "tried", "next"]
 SectionKind = Literal["status", "goal", "tried", "next", "other"]
 ItemKind = Literal["success", "failure", "todo", "done", "meta", "status", "goal", "plain"]
 BlockKind = Literal["list", "paragraph", "heading", "other"]
 
-
-
-@dataclass(frozen=True)
-class SectionSpec:
-    """One known ledger section: its kind, default names (configurable), synonyms, weight."""
-
-    kind: KnownKind
-    names: tuple[str, ...]  # the defaults of `carry.sections.<kind>`; configuration replaces them
-    aliases: tuple[str, ...]  # built-in synonyms, always recognised besides the names
-    weight: float  # share of the ledger budget (seed P6: .35 / .30 / .20 / .15)
-
-
-# THE table of ledger sections, in canonical order. Synonyms are broad on purpose: a ledger
-# whose sections are called `## 状态 / ## 目标 / ## 失败尝试 / ## 下一步` must not lose them.
-SECTION_TABLE: tuple[SectionSpec, ...] = (
-    SectionSpec(
-        "status",
-        ("任务状态", "Task status"),
-        (
-            "状态", "当前状态", "进展", "现状", "当前进展", "进度", "当前进度", "任务进度", "近况",
-            "Status", "Current status", "Current state", "State", "Progress", "Task state",
-            "Where we are", "Where things stand", "Situation",
-        ),
-        0.15,
-    ),
-    SectionSpec(
-        "goal",
-        ("目标", "Goal"),
-        (
-            "任务", "任务目标", "目的", "总目标", "当前目标", "本次目标", "需求",
-            "Goals", "Objective", "Objectives", "Mission", "Task", "Aim", "Purpose",
-            "The goal", "Current goal",
-        ),
-        0.20,
-    ),
-    SectionSpec(
-        "tried",
-        ("已试方案与失败原因", "Tried approaches and failure reasons"),
-        (
-            "失败尝试", "踩坑", "踩坑记录", "死路", "已尝试", "已试", "已试方案", "尝试过的方案",
-            "失败方案", "失败原因", "走过的弯路", "弯路", "排除项", "已排除", "试过的方法",
-            "Dead ends", "Dead end", "Tried", "What failed", "What didn't work", "Attempts",
-            "Failed attempts", "Tried approaches", "Tried approaches and failures",
-            "Failed approaches", "What we tried", "Approaches tried", "Things tried",
-            "Ruled out", "Pitfalls",
-        ),
-        0.35,
-    ),
-    SectionSpec(
-        "next",
-        ("进度与下一步", "Progress and next steps"),
-        (
-            "下一步", "待办", "后续", "后续步骤", "下一步计划", "待办事项", "待做", "接下来",
-            "Next", "Next steps", "Next step", "Next actions", "TODO", "Todo", "To do",
-            "To-do", "Open items", "Open tasks", "Remaining work", "Progress and next step",
-            "Task list", "Tasks",
-        ),
-        0.30,
-    ),
-)  # fmt: skip
-
-# Canonical order of the known sections; budget order is by weight (carry.truncate).
-SECTION_ORDER: tuple[KnownKind, ...] = tuple(spec.kind for spec in SECTION_TABLE)
 # Sections under a heading of the ledger's own get the lowest weight of all: no share of
 # their own, only what the known sections leave (and always room for a pointer).
 OTHER_WEIGHT = 0.0
@@ -164,24 +106,6 @@ class Ledger:
             if section.kind == kind:
                 return section
         return None
-
-
-def _names(kind: KnownKind) -> tuple[str, ...]:
-    return next(spec.names for spec in SECTION_TABLE if spec.kind == kind)
-
-
-@dataclass(frozen=True)
-class SectionNames:
-    """Configured heading names per known section (`[carry.sections]`), defaults from the table.
-
-    `daemon.config` uses this class as its `LedgerSections`, so the defaults live here only.
-    Configured names replace a section's default names; its built-in synonyms stay.
-    """
-
-    status: tuple[str, ...] = _names("status")
-    goal: tuple[str, ...] = _names("goal")
-    tried: tuple[str, ...] = _names("tried")
-    next: tuple[str, ...] = _names("next")
 
 
 @dataclass(frozen=True)
@@ -307,7 +231,7 @@ def _section_table(names: SectionNames) -> dict[str, KnownKind]:
     return table
 
 
-def section_kind_of(heading_text: str, names: SectionNames = SectionNames()) -> KnownKind | None:
+def section_kind_of(heading_text: str, names: SectionNames = SectionNames()) -> KnownKind | None:  # noqa: B008
     """Given a heading's text, return the known ledger section it names, or None."""
     return _match_section(heading_text, _section_table(names))
 
@@ -482,7 +406,7 @@ def _title_indices(blocks: Sequence[Block], table: dict[str, KnownKind]) -> list
     return titles
 
 
-def parse_ledger(text: str, *, names: SectionNames = SectionNames()) -> Ledger:
+def parse_ledger(text: str, *, names: SectionNames = SectionNames()) -> Ledger:  # noqa: B008
     """Given a ledger's text, return its current title, sections, items and warnings."""
     lines = source_lines(text)
     blocks = markdown_blocks(text)

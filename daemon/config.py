@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from carryd.carry.budgets import CarryBudgets
-from carryd.carry.ledger import SectionNames
+from carryd.carry.sections import SectionNames
 from carryd.daemon.errors import ConfigError
 
 CONFIG_ENV = "CARRYD_CONFIG"

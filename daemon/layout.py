@@ -53,7 +53,7 @@ __all__ = [
 def _is_workspace_name(settings: Settings, name: str) -> bool:
     """Given a folder name, return whether the name may be a workspace (no file access)."""
     # Lazy: the entries parser loads markdown-it (~50 ms), which the status line never needs.
-    from carryd.index.entries import ROOT_LEVEL_DIRS
+    from carryd.index.layout import ROOT_LEVEL_DIRS
 
     if not name or name.startswith(".") or "/" in name or "\\" in name:
         return False
@@ -102,7 +102,7 @@ def open_store(settings: Settings) -> Store:
 def _source_files(root: Path, workspace: str, settings: Settings) -> Iterable[Path]:
     """Given a workspace, yield the files its carry is planned from (and root-level memory:
     Markdown at the root and in the root-level folders such as `notes/`)."""
-    from carryd.index.entries import ROOT_LEVEL_DIRS
+    from carryd.index.layout import ROOT_LEVEL_DIRS
 
     skip = set(settings.index.ignore_dirs) | {settings.index.state_dir}
     for entry in root.iterdir():
