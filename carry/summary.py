@@ -23,6 +23,7 @@ BRIEF_TRIED_CHARS = 48
 BRIEF_REASON_CHARS = 60
 HARD_LIMIT_FACTOR = 1.6  # a single first clause may run this much over before it is cut
 ARROW = " → "
+ELLIPSIS = " … "  # joins a reason's start to its conclusion
 
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _SUB_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
@@ -152,4 +153,27 @@ def dead_end_summary(
         source = rest[turn.start() :] if turn is not None else rest
     source = _FAILED_WORD.sub("", source, count=1)
     reason = clause_prefix(source, reason_chars)
+    if reason and len(reason) < len(source):
+        reason = _with_conclusion(source, reason_chars) or reason
     return f"{tried}{ARROW}{reason}" if reason else tried
+
+
+def _with_conclusion(source: str, reason_chars: int) -> str | None:
+    """Given a reason whose first sentence does not fit, return its start and its last
+    sentence, "start … conclusion" (None when there is no such last sentence that fits).
+
+    A failed attempt often ends on its verdict ("…so X is not a usable key.", "Rafa confirmed:
+    the LB only relays the 502."); the start alone would drop it.
+    """
+    ends = [match.end() for match in _SENTENCE_END.finditer(source)]
+    ends = [end for end in ends if source[end:].strip()]
+    if not ends or len(source[: ends[0]].strip()) <= reason_chars:
+        return None  # no later sentence, or the reason's own sentence is shown whole
+    conclusion = source[ends[-1] :].strip()
+    if len(conclusion) > reason_chars or conclusion.count("`") % 2:
+        return None
+    room = max(reason_chars - len(conclusion) - len(ELLIPSIS), reason_chars // 3)
+    head = clause_prefix(source[: ends[-1]].strip(), room).rstrip(" …")
+    if not head or head.endswith(conclusion):
+        return None
+    return f"{head}{ELLIPSIS}{conclusion}"

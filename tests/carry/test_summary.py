@@ -70,3 +70,44 @@ def test_a_clause_prefix_is_a_prefix_within_the_hard_limit(text: str, limit: int
     else:
         assert text.startswith(cut)
     assert cut.count("`") % 2 == 0  # never inside a code span
+
+
+@pytest.mark.parametrize(
+    ("item", "kept"),
+    [
+        # The verdict is the last sentence, after a reason sentence too long to show whole.
+        (
+            "- attempt 7 (10-02): pinned every worker to one NUMA node with numactl. Looked "
+            "fine for an hour, then the p99 went back to 900 ms while the box was half idle, "
+            "which nobody could explain from the flame graphs. The tail comes from the GC, "
+            "not from memory placement.",
+            "The tail comes from the GC, not from memory placement.",
+        ),
+        (
+            "- 方案 C（11-02）：把批量大小从 64 调到 16。训练稳定了三个小时"
+            "之后在第 41870 步附近又出现了尖峰，而且梯度范数和学习率曲线"
+            "都看不出任何异常的前兆所以一开始以为是数据问题，又花了两天"
+            "逐个检查数据分片、重新打乱顺序、换掉可疑的语料来源，尖峰的"
+            "位置和幅度都没有变化，连换一台机器、换一个随机种子重跑也是"
+            "同样的曲线，日志里只有几行无关的警告。结论：批量大小和尖峰无关。",
+            "结论：批量大小和尖峰无关。",
+        ),
+    ],
+)
+def test_a_dead_end_line_keeps_the_attempts_conclusion(item: str, kept: str) -> None:
+    """Issue 10 item 2: "tried X → why it failed", where the why is often the LAST sentence;
+    a reason sentence too long to show whole is cut, and its conclusion follows it."""
+    line = summary_line(item, dead_end=True)
+    assert line.endswith(f" … {kept}") and " → " in line
+    assert len(line) < len(item)
+
+
+def test_a_reason_shown_whole_gets_no_conclusion_appended() -> None:
+    item = (
+        "- attempt 4 (11-05): turned off the snapshot.\n"
+        "  - Failed: the connector refuses to start without a snapshot mode.\n"
+        "  - Evidence: `logs/2026-11-05.md`; took most of the afternoon, numbers in the notebook."
+    )
+    line = summary_line(item, dead_end=True)
+    assert "→ the connector refuses to start without a snapshot mode." in line
+    assert " … " not in line and "took most" not in line
