@@ -390,8 +390,13 @@ def _normalised_slot(candidate: MemoryContextCandidate) -> str | None:
     return slot or None
 
 
+# An ampersand is escaped only where it would read as an entity ("&lt;", "&#60;"): the text
+# stays unambiguous, and a command such as `cargo fmt && cargo clippy` pastes as written.
+_ENTITY_LIKE = re.compile(r"&(?=#?\w+;)")
+
+
 def _escape(text: str, *, quote: bool = False) -> str:
-    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    escaped = _ENTITY_LIKE.sub("&amp;", text).replace("<", "&lt;").replace(">", "&gt;")
     if quote:
         escaped = escaped.replace('"', "&quot;").replace("\n", " ")
     return escaped
