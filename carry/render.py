@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from carryd.carry.anchors import AnchorRow, history_rows, render_anchor_table
+from carryd.carry.anchors import AnchorRow, history_rows
 from carryd.carry.budgets import CarryBudgets
 from carryd.carry.flat import FlatInputs, build_flat_carry, safe_prefix, trailer
 from carryd.carry.ledger import Ledger, SectionNames, parse_ledger
@@ -67,7 +67,7 @@ from carryd.carry.select import (
 )
 from carryd.carry.sidecar import apply_sidecar, parse_sidecar
 from carryd.carry.summary import flatten
-from carryd.carry.truncate import EntrySpan, render_section, truncate_ledger
+from carryd.carry.truncate import EntrySpan, line_span, render_section, truncate_ledger
 from carryd.index.entries import Entry, parse_entries
 from carryd.index.recall import RecallHit
 from carryd.index.redact import redact
@@ -313,7 +313,7 @@ def _without_dangling_expand(planned: PromptPlan, inputs: CarryInputs, closing: 
 
 
 def _rows_in(text: str, rows: Sequence[AnchorRow]) -> int:
-    return sum(1 for row in rows if f"| {row.location} |" in text)
+    return sum(1 for row in rows if _history_line(row) in text)
 
 
 def _parsed_ledger(inputs: CarryInputs, warnings: list[str]) -> Ledger | None:
@@ -481,9 +481,9 @@ def _history_rows(inputs: CarryInputs) -> tuple[tuple[AnchorRow, ...], tuple[int
 def _anchors_segment(
     rows: Sequence[AnchorRow], newest_first: Sequence[int], budgets: CarryBudgets
 ) -> PromptSegment:
-    """Given the history rows, return the anchor table: it spends what the plan's current
-    state leaves of the plan budget, newest entries first, shown in document order."""
-    whole = f"{ANCHORS_HEADING}\n{render_anchor_table(rows)}" if rows else ""
+    """Given the history rows, return the plan history block: it spends what the plan's
+    current state leaves of the plan budget, newest entries first, shown in document order."""
+    whole = _partial_table(rows, range(len(rows))) if rows else ""
 
     def fit(room: int, selected: Mapping[str, str]) -> str:
         cap = min(room, budgets.plan_chars - len(selected.get("plan", "")))
@@ -501,13 +501,29 @@ def _anchors_segment(
     )
 
 
-def _partial_table(rows: Sequence[AnchorRow], chosen: Sequence[int]) -> str:
-    rest = len(rows) - len(chosen)
-    table = f"{ANCHORS_HEADING}\n{render_anchor_table([rows[index] for index in chosen])}"
+def _history_line(row: AnchorRow) -> str:
+    return f"- {' '.join(row.l0.split())} (L{line_span(row.line_start, row.line_end)})"
+
+
+def _partial_table(rows: Sequence[AnchorRow], chosen: Iterable[int]) -> str:
+    """Given the history rows and those to show (document order), return the block: one line
+    per entry under its file and id, named once for a run of rows an entry holds together
+    (a PLAN history is often one index entry: its id repeated on every row said nothing)."""
+    lines = [ANCHORS_HEADING]
+    previous: tuple[str, str] | None = None
+    shown = 0
+    for index in chosen:
+        row = rows[index]
+        if (row.id, row.path) != previous:
+            lines.append(f"`{row.id}` in `{row.path}`:")
+            previous = (row.id, row.path)
+        lines.append(_history_line(row))
+        shown += 1
+    rest = len(rows) - shown
     if rest:
         first, last = rows[0].line_start, rows[-1].line_end
-        table += f"\n+{rest} older entries → {rows[0].path}:{first}-{last}"
-    return table
+        lines.append(f"+{rest} older entries → {rows[0].path}:{first}-{last}")
+    return "\n".join(lines)
 
 
 def _memory(

@@ -128,11 +128,11 @@ def test_the_carry_has_its_segments_in_order_within_budget() -> None:
     # The plan's own title sits under the carry's heading.
     assert "# Plan: current state (`webshop/PLAN.md`)\n## Webshop checkout rewrite\n" in text
     assert "\n### Current state\n" in text
-    # The history stays out; its entry gets a dated row, and nothing in full gets a row.
-    assert "- 2026-10-02" not in text
-    rows = [line for line in text.split("\n") if line.startswith("| mem_")]
-    assert len(rows) == 1 and "| 2026-10-02: split the cart from the monolith. |" in rows[0]
-    assert rows[0].endswith("| webshop/PLAN.md:8 |")
+    # The history stays out; its entry gets a dated line under its id (named once), and
+    # nothing in full gets one.
+    block = text[text.index(ANCHORS_HEADING) :].split("\n\n")[0].split("\n")
+    assert block[1].startswith("`mem_") and block[1].endswith("` in `webshop/PLAN.md`:")
+    assert block[2:] == ["- 2026-10-02: split the cart from the monolith. (L8)"]
     assert text.endswith("(paths relative to the memory root).\n")
     assert plan.used_chars == len(text) <= 18_000
     assert "carryd expand <id>" in text
@@ -244,7 +244,8 @@ def test_a_long_plan_history_keeps_the_newest_dated_rows_within_the_plan_budget(
     assert len(table) + len(plan_segment) <= 1_500  # the history spends the plan's budget
     assert "2026-10-28: step 10.28" in table  # newest first …
     assert "2026-08-01" not in table
-    dates = [line.split(" | ")[1][:10] for line in table.split("\n") if line.startswith("| mem_")]
+    dates = [line[2:12] for line in table.split("\n") if line.startswith("- 2026-")]
+    assert len(dates) == plan.anchors_shown
     assert dates == sorted(dates)  # … shown in document order
     assert f"+{plan.anchors_total - plan.anchors_shown} older entries → webshop/PLAN.md:" in table
 
@@ -335,7 +336,7 @@ def test_a_plan_that_is_only_a_title_is_no_segment() -> None:
     plan = build_carry(inputs(plan_text="# Webshop\n\n## History\n- 2026-10-02: split the cart\n"))
     assert "# Plan: current state" not in plan.text
     assert decisions(plan)["plan"] == ("dropped", "empty")
-    assert "| 2026-10-02: split the cart |" in plan.text  # the history still has its row
+    assert "- 2026-10-02: split the cart (L" in plan.text  # the history still has its line
 
 
 def test_anchor_rows_only_for_what_is_not_in_full_and_never_a_bare_heading() -> None:
@@ -345,8 +346,9 @@ def test_anchor_rows_only_for_what_is_not_in_full_and_never_a_bare_heading() -> 
         "- 2026-08-20: dropped Python 3.9\n"
     )
     plan = build_carry(inputs(plan_text=plan_text))
-    rows = [line for line in plan.text.split("\n") if line.startswith("| mem_")]
-    cells = [row.split(" | ")[1] for row in rows]
+    block = plan.text[plan.text.index(ANCHORS_HEADING) :].split("\n\n")[0]
+    rows = [line for line in block.split("\n") if line.startswith("- ")]
+    cells = [re.sub(r" \(L[0-9-]+\)$", "", row[2:]) for row in rows]
     assert cells == [
         "2026-09-01: fixed the importer; moved CI to uv",  # dated by its heading
         "2026-08-20: dropped Python 3.9",
