@@ -51,7 +51,7 @@ def trailer(
 
     Without `expand` (a carry that names no `mem_…` id) it does not mention expanding one.
     With `root` (the memory root, absolute) the commands name it, so they run as written from
-    any folder, and the files' paths say what they are relative to (issue 10 item 6).
+    any folder (issue 10 item 6); that is where the carry names its root.
     """
     where = f" --root {shlex.quote(root)}" if root else ""
     lines = ["# How to read more"]
@@ -64,10 +64,9 @@ def trailer(
         f'- `carryd recall "<question>" --workspace {workspace}{where}` searches this workspace '
         "and your root-level memory."
     )
-    relative = f"the memory root `{root}`" if root else "the memory root"
     lines.append(
         f"- The full ledger is `{ledger_path}` and the full plan is `{plan_path}` "
-        f"(paths relative to {relative})."
+        "(paths relative to the memory root)."
     )
     return "\n".join(lines)
 

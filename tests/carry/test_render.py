@@ -422,6 +422,6 @@ def test_the_trailer_names_the_root_in_every_command() -> None:
     assert (
         "`carryd recall \"<question>\" --workspace webshop --root '/home/me/my memory'`" in trailer
     )
-    assert "relative to the memory root `/home/me/my memory`" in trailer
+    assert "`carryd expand <id> --root '/home/me/my memory'`" in trailer
     assert root not in plan.text[: -len(trailer)]
     assert build_carry(inputs(root=root)) == plan  # byte-stable for a given root
