@@ -469,3 +469,43 @@ def test_the_inline_variant_is_written_beside_the_carry(tmp_path: Path, use_mode
     settings = load_settings(config, root=root)
     write_carry(settings, "webshop")
     assert not path.exists() and manifest(settings, "webshop")["inline"] is None
+
+
+def test_short_queries_find_a_workspace_note_and_the_gate_keeps_noise_out(
+    tmp_path: Path, use_model: Path
+) -> None:
+    """Issue 10 item 5 end to end (real index, real model): a note that answers one open next
+    step is recalled into the carry by that step's short query; a root-level default that no
+    query is about is carried anyway, at `user_default`; notes about nothing the ledger says
+    stay out at the default gate (`carry.memory_min_confidence`)."""
+    files = {
+        "MEMORY.md": "# Defaults\n\n- Answer in short bullet points.\n",
+        "notes/laptop.md": "# Laptop\n\n- The laptop has 16 GB of RAM and runs Fedora.\n",
+        "shop/notes/fx.md": (
+            "# Currency conversion\n\nERR_REFUND_CURRENCY_MISMATCH comes from refunds created "
+            "in the shop currency; convert with `fx.convert(amount, charge.currency)` first.\n"
+        ),
+        "shop/notes/garden.md": (
+            "# Garden\n\nTomatoes need watering twice a week in July; basil every day.\n"
+        ),
+        "shop/notes/bike.md": "# Bike\n\nThe rear derailleur cable was replaced in May.\n",
+        "shop/handoff/LEDGER.md": (
+            "# Handoff ledger\n\n## Task status\n- Refund flow: contract tests 14/17 passing.\n\n"
+            "## Goal\nMake the refund flow pass all 17 contract tests. Then remove the adapter.\n\n"
+            "## Tried approaches and failure reasons\n- ❌ Retrying in the webhook: times out.\n\n"
+            "## Progress and next steps\n"
+            "- [ ] Fix ERR_REFUND_CURRENCY_MISMATCH in the multi-currency contract test.\n"
+            "- [ ] Delete `lib/payments/legacy.js` once the tests pass.\n"
+        ),
+    }
+    settings = indexed(make_root(tmp_path / "memory", files))
+    result = write_carry(settings, "shop")
+    text = result.path.read_text(encoding="utf-8")
+    data = manifest(settings, "shop")
+    # Found by the next step's query; shown as its L0 (`carryd expand` gives the rest).
+    assert 'source="shop/notes/fx.md:1-3">\nCurrency conversion — ERR_REFUND_CURRENCY' in text
+    assert 'authority="user_default" source="MEMORY.md:1-3"' in text
+    assert "- Answer in short bullet points." in text
+    assert "16 GB of RAM" in text  # notes/ is root level too: carried every time
+    assert "Tomatoes" not in text and "derailleur" not in text  # noise stays out
+    assert len(data["memory"]["queries"]) == 4
