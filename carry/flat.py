@@ -111,7 +111,7 @@ def build_flat_carry(
             f"# Handoff ledger (`{inputs.ledger_path}`, first {ledger_chars} chars)\n"
         )
         room = min(ledger_chars, remaining_chars(required, total_chars) - len(heading))
-        body = safe_prefix(redact(inputs.ledger_text).strip("\n"), room)
+        body = safe_prefix(redact(inputs.ledger_text).strip("\n"), room).rstrip("\n")
         ledger_block = heading + body if body.strip() else ""
 
     plan_block = ""
@@ -119,7 +119,7 @@ def build_flat_carry(
         heading = redact(f"# Plan (`{inputs.plan_path}`, first {plan_chars} chars)\n")
         taken = [*required, ledger_block] if ledger_block else required
         room = min(plan_chars, remaining_chars(taken, total_chars) - len(heading))
-        body = safe_prefix(redact(inputs.plan_text).strip("\n"), room)
+        body = safe_prefix(redact(inputs.plan_text).strip("\n"), room).rstrip("\n")
         plan_block = heading + body if body.strip() else ""
 
     segments = [
