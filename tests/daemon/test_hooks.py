@@ -609,6 +609,9 @@ def test_the_carry_is_planned_under_the_inline_budget_for_every_source(
     from carryd.daemon.carrying import build_workspace_carry
     from carryd.daemon.config import load_settings
 
+    # Carried for this copy of the root: the carry names its root, and the pre-built inline
+    # variant is planned for the line naming this root's full carry path.
+    assert main(["carry", "--root", str(carried_root)]) == 0
     full = carried_root / ".carryd" / "carry" / "shop.md"
     assert len(full.read_text(encoding="utf-8")) > 9_000, "the full carry must not fit inline"
     context = hook_context(
