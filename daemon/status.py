@@ -87,7 +87,7 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
         carry_report(settings, workspace, checked_at=checked.get(workspace), now=now)
         for workspace in list_workspaces(settings)
     ]
-    problems = _problems(model, carries)
+    problems = _problems(daemon, model, carries)
     return {
         "healthy": not problems,
         "problems": problems,
@@ -144,8 +144,10 @@ def _model_section(
     return {"identity": model_identity_text(settings), "loaded": False, "degraded": reason}
 
 
-def _problems(model: dict[str, Any], carries: list[dict[str, Any]]) -> list[str]:
-    """Given the model and carry sections, return what makes the status unhealthy."""
+def _problems(
+    daemon: dict[str, Any], model: dict[str, Any], carries: list[dict[str, Any]]
+) -> list[str]:
+    """Given the daemon, model and carry sections, return what makes the status unhealthy."""
     problems: list[str] = []
     if daemon.get("index_error"):
         problems.append(f"index: {daemon['index_error']}")
