@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from carryd.carry.anchors import AnchorRow, history_rows, render_anchor_table
@@ -54,6 +54,7 @@ from carryd.carry.planner import (
     SegmentDecision,
     plan_prompt,
 )
+from carryd.carry.recency import item_facts, ledger_year, priority_order
 from carryd.carry.select import (
     MemoryContextPlan,
     MemoryDecision,
@@ -62,11 +63,10 @@ from carryd.carry.select import (
     candidates_from_recall,
     select_memory_context,
 )
-from carryd.carry.recency import item_facts, ledger_year, priority_order
 from carryd.carry.sidecar import apply_sidecar, parse_sidecar
 from carryd.carry.summary import flatten
 from carryd.carry.truncate import EntrySpan, render_section, truncate_ledger
-from carryd.index.entries import Entry, parse_entries
+from carryd.index.entries import parse_entries
 from carryd.index.recall import RecallHit
 from carryd.index.redact import redact
 
