@@ -18,7 +18,6 @@ Kept cheap to import: the status line asks the predicate after every message.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from carryd.daemon.errors import ConfigError, UsageError
 from carryd.daemon.state import read_state
+from carryd.index.layout import ROOT_LEVEL_DIRS  # not index.entries: markdown-it, ~50 ms
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
@@ -52,9 +52,6 @@ __all__ = [
 
 def _is_workspace_name(settings: Settings, name: str) -> bool:
     """Given a folder name, return whether the name may be a workspace (no file access)."""
-    # Lazy: the entries parser loads markdown-it (~50 ms), which the status line never needs.
-    from carryd.index.entries import ROOT_LEVEL_DIRS
-
     if not name or name.startswith(".") or "/" in name or "\\" in name:
         return False
     skip = {settings.index.state_dir, *settings.index.ignore_dirs, *ROOT_LEVEL_DIRS}
@@ -102,8 +99,6 @@ def open_store(settings: Settings) -> Store:
 def _source_files(root: Path, workspace: str, settings: Settings) -> Iterable[Path]:
     """Given a workspace, yield the files its carry is planned from (and root-level memory:
     Markdown at the root and in the root-level folders such as `notes/`)."""
-    from carryd.index.entries import ROOT_LEVEL_DIRS
-
     skip = set(settings.index.ignore_dirs) | {settings.index.state_dir}
     for entry in root.iterdir():
         if entry.is_file() and entry.name.lower().endswith(".md"):
@@ -122,9 +117,15 @@ def _source_files(root: Path, workspace: str, settings: Settings) -> Iterable[Pa
 
 
 def carry_report(
-    settings: Settings, workspace: str, *, checked_at: float | None, now: float
+    settings: Settings,
+    workspace: str,
+    *,
+    checked_at: float | None,
+    now: float,
+    hashed: bool = True,
 ) -> dict[str, Any]:
-    """Given a workspace, return its carry's path, size, hash, fallback and freshness."""
+    """Given a workspace, return its carry's path, size, hash (with `hashed`), fallback and
+    freshness."""
     root = settings.root_path
     carry_path = settings.carry_dir / f"{workspace}.md"
     manifest_path = settings.carry_dir / f"{workspace}.json"
@@ -151,9 +152,11 @@ def carry_report(
     if not info["exists"]:
         info["reason"] = "no carry file yet"
         return info
-    data = carry_path.read_bytes()
-    info["bytes"] = len(data)
-    info["sha256"] = hashlib.sha256(data).hexdigest()
+    info["bytes"] = carry_path.stat().st_size
+    if hashed:
+        import hashlib  # lazy: OpenSSL costs the status line ~5 ms, and it only needs mtimes
+
+        info["sha256"] = hashlib.sha256(carry_path.read_bytes()).hexdigest()
     fresh_as_of = carry_path.stat().st_mtime
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -197,6 +200,7 @@ def carry_state(settings: Settings, workspace: str, *, now: float | None = None)
         workspace,
         checked_at=checked_at if isinstance(checked_at, int | float) else None,
         now=time.time() if now is None else now,
+        hashed=False,
     )
     if not report.get("exists"):
         return CarryFreshness("missing", None)
