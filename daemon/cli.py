@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from carryd.daemon.errors import ConfigError, UsageError
 from carryd.daemon.hosts import HOSTS, event_names
-from carryd.daemon.version import carryd_version
+from carryd.daemon.version import VersionAction
 from carryd.index.errors import CarrydError
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
             "whose memory is Markdown."
         ),
     )
-    parser.add_argument("--version", action="version", version=f"carryd {carryd_version()}")
+    parser.add_argument("--version", action=VersionAction, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_memory_commands(sub, common, as_json)
     _add_daemon_commands(sub, common, as_json)
