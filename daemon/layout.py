@@ -18,6 +18,7 @@ Kept cheap to import: the status line asks the predicate after every message.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -117,15 +118,9 @@ def _source_files(root: Path, workspace: str, settings: Settings) -> Iterable[Pa
 
 
 def carry_report(
-    settings: Settings,
-    workspace: str,
-    *,
-    checked_at: float | None,
-    now: float,
-    hashed: bool = True,
+    settings: Settings, workspace: str, *, checked_at: float | None, now: float
 ) -> dict[str, Any]:
-    """Given a workspace, return its carry's path, size, hash (with `hashed`), fallback and
-    freshness."""
+    """Given a workspace, return its carry's path, size, hash, fallback and freshness."""
     root = settings.root_path
     carry_path = settings.carry_dir / f"{workspace}.md"
     manifest_path = settings.carry_dir / f"{workspace}.json"
@@ -152,11 +147,9 @@ def carry_report(
     if not info["exists"]:
         info["reason"] = "no carry file yet"
         return info
-    info["bytes"] = carry_path.stat().st_size
-    if hashed:
-        import hashlib  # lazy: OpenSSL costs the status line ~5 ms, and it only needs mtimes
-
-        info["sha256"] = hashlib.sha256(carry_path.read_bytes()).hexdigest()
+    data = carry_path.read_bytes()
+    info["bytes"] = len(data)
+    info["sha256"] = hashlib.sha256(data).hexdigest()
     fresh_as_of = carry_path.stat().st_mtime
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -200,7 +193,6 @@ def carry_state(settings: Settings, workspace: str, *, now: float | None = None)
         workspace,
         checked_at=checked_at if isinstance(checked_at, int | float) else None,
         now=time.time() if now is None else now,
-        hashed=False,
     )
     if not report.get("exists"):
         return CarryFreshness("missing", None)
