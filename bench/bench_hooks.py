@@ -123,6 +123,12 @@ def main() -> int:
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
               f"{os.cpu_count()} cores; {args.runs} runs each after one warm-up")  # fmt: skip
         print(f"{'hook':32} {'wall median':>12} {'min':>8} {'max':>8} {'cpu median':>11}")
+        # What any Python process costs here: the floor under every hook figure below.
+        bare = measure([sys.executable, "-c", "pass"], "", args.runs, env)
+        print(
+            f"{'(python -c pass)':32} {bare['wall_median']:9.1f} ms {bare['wall_min']:5.1f} ms "
+            f"{bare['wall_max']:5.1f} ms {bare['cpu_median']:8.1f} ms"
+        )
         for name, (words, stdin) in hook_inputs(root).items():
             command = [args.carryd, "hook", *words, "--root", str(root)]
             result = measure(command, stdin, args.runs, env)

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from carryd.daemon import control
 from carryd.daemon.layout import carry_state
 from carryd.daemon.workspace_lookup import find_workspace
 from carryd.index.errors import CarrydError, PromptBudgetError
@@ -164,6 +163,7 @@ def plan_carry_text(
     """
     # Lazy, a service and not a command: a hook with a fresh carry reads a file and never
     # loads the carry planner, the parser or the secret scanner (~0.4 s).
+    from carryd.daemon import control  # the socket module too: only a plan asks the daemon
     from carryd.daemon.carrying import build_workspace_carry, write_carry
     from carryd.daemon.recall_access import recall_access
 

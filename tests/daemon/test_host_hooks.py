@@ -615,3 +615,22 @@ def test_the_default_config_file_is_where_platformdirs_puts_it(
         monkeypatch.setenv("XDG_CONFIG_HOME", xdg)
     expected = Path(platformdirs.user_config_dir("carryd")) / "config.toml"
     assert default_config_file() == expected
+
+
+def test_notes_is_never_a_workspace_not_even_inside_a_git_work_tree(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 9's one predicate holds through the git lookup: `notes/` is root-level memory, so
+    a session there is told (once) to map its project, and no carry is planned for it."""
+    (root / "notes").mkdir()
+    (root / ".git").mkdir()  # the root itself is a git work tree: its name is no workspace
+    kw = {"monkeypatch": monkeypatch, "capsys": capsys}
+    stdin = claude_prompt(str(root / "notes"))
+    code, out = run("claude-code", "session-start", stdin, "--root", str(root), **kw)
+    assert code == 0 and context_of(out, "SessionStart") is None
+    assert "no workspace 'notes'" in answer(out)["systemMessage"]
+    code, line = run(
+        "claude-code", "statusline", claude_status(str(root / "notes"), 80), "--root", str(root),
+        **kw,
+    )  # fmt: skip
+    assert "no workspace 'notes'" in line
