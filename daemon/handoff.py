@@ -136,8 +136,7 @@ def inline_carry(settings: Settings, workspace: str, *, budget_for_carry: int) -
     the smaller budget from the current files.
     """
     path = settings.carry_dir / f"{workspace}.md"
-    # TODO(rela): use layout's damaged-carry check (the .md against its manifest's sha256) and
-    # inject the bytes it verified; a damaged carry is planned again like a stale one.
+    # TODO(rela): with layout.check_carry (rela), inject its verified bytes; "damaged" → re-plan.
     state = carry_state(settings, workspace)
     if state.state in ("fresh", "fallback"):
         text = _read_carry(path)
