@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from carryd.daemon.errors import ConfigError, UsageError
 from carryd.daemon.state import read_state
+from carryd.index.layout import ROOT_LEVEL_DIRS  # not index.entries: markdown-it, ~50 ms
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
@@ -52,9 +53,6 @@ __all__ = [
 
 def _is_workspace_name(settings: Settings, name: str) -> bool:
     """Given a folder name, return whether the name may be a workspace (no file access)."""
-    # Lazy: the entries parser loads markdown-it (~50 ms), which the status line never needs.
-    from carryd.index.entries import ROOT_LEVEL_DIRS
-
     if not name or name.startswith(".") or "/" in name or "\\" in name:
         return False
     skip = {settings.index.state_dir, *settings.index.ignore_dirs, *ROOT_LEVEL_DIRS}
@@ -102,8 +100,6 @@ def open_store(settings: Settings) -> Store:
 def _source_files(root: Path, workspace: str, settings: Settings) -> Iterable[Path]:
     """Given a workspace, yield the files its carry is planned from (and root-level memory:
     Markdown at the root and in the root-level folders such as `notes/`)."""
-    from carryd.index.entries import ROOT_LEVEL_DIRS
-
     skip = set(settings.index.ignore_dirs) | {settings.index.state_dir}
     for entry in root.iterdir():
         if entry.is_file() and entry.name.lower().endswith(".md"):

@@ -29,15 +29,12 @@ import re
 from dataclasses import dataclass
 
 from carryd.index.l0 import L0Source, l0_from_title, plain_heading
+from carryd.index.layout import ROOT_LEVEL_DIRS
 from carryd.index.redact import redact
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 __all__ = ["ROOT_LEVEL_DIRS", "Entry", "L0Source", "parse_entries", "workspace_of"]
-
-# Top-level folders that hold root-level memory (DESIGN.md: `MEMORY.md, notes/*.md`), not a
-# workspace: their entries are the user's cross-project defaults.
-ROOT_LEVEL_DIRS = ("notes",)
 
 L0_MAX_CHARS = 100
 
