@@ -37,9 +37,11 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from functools import cache
+from typing import TYPE_CHECKING, Literal
 
-from markdown_it import MarkdownIt
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 KnownKind = Literal["status", "goal", "tried", "next"]
 SectionKind = Literal["status", "goal", "tried", "next", "other"]
@@ -203,8 +205,14 @@ def source_lines(text: str) -> list[str]:
     return _NEWLINES.split(text.replace("\0", "\ufffd"))
 
 
-# Block structure is all we need: skipping inline parsing keeps pathological text fast.
-_PARSER = MarkdownIt("commonmark").disable(["inline", "text_join"])
+@cache
+def _parser() -> MarkdownIt:
+    """The block parser, built on first use: the section table above is read by the config
+    and the per-message hooks, which must not pay for importing markdown-it."""
+    from markdown_it import MarkdownIt
+
+    # Block structure is all we need: skipping inline parsing keeps pathological text fast.
+    return MarkdownIt("commonmark").disable(["inline", "text_join"])
 
 
 def markdown_blocks(text: str) -> tuple[Block, ...]:
@@ -215,7 +223,7 @@ def markdown_blocks(text: str) -> tuple[Block, ...]:
     non-blank line belongs to exactly one block.
     """
     lines = source_lines(text)
-    tokens = _PARSER.parse(text)
+    tokens = _parser().parse(text)
     found: list[Block] = []
     for position, token in enumerate(tokens):
         if token.map is None or token.nesting == -1:
