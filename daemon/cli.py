@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
             "Keep continuation-carry files and hybrid recall ready for AI coding agents "
             "whose memory is Markdown."
         ),
+        # `carryd --root X status` as well as `carryd status --root X`: the common options
+        # are accepted before the command too (the command's own copy wins when both are given).
+        parents=[common],
     )
     parser.add_argument("--version", action="version", version=f"carryd {carryd_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -168,6 +171,7 @@ def _add_daemon_commands(
     )
     plan.add_argument("action", choices=["archive"])
     plan.add_argument("--workspace", help="only this workspace")
+    plan.add_argument("--dry-run", action="store_true", help="show what would move; write nothing")
 
     hook = sub.add_parser(
         "hook",
