@@ -1,10 +1,13 @@
 """`carryd run`: the daemon, in the foreground (systemd/launchd own its lifecycle).
 
 Start-up, in order: take `<state>/daemon.lock` (a second daemon on the root refuses and
-names the first one's pid), load the embedder once (no model → degraded, lexical-only),
-start the worker and queue a full reconcile (sync + every carry), start the watcher (events
-that arrive meanwhile queue behind the reconcile), wait for the reconcile, then serve the
-control socket, start the scheduler and tell systemd READY=1.
+names the first one's pid), load the embedder once on a thread of its own (no model →
+degraded, lexical-only) while the main thread keeps answering signals and asks systemd for
+more start-up time (`EXTEND_TIMEOUT_USEC`), start the worker and queue a full reconcile (sync
++ every carry), start the watcher (events that arrive meanwhile queue behind the reconcile),
+serve the control socket, start the scheduler and tell systemd READY=1 — before the
+reconcile ends: a cold root of thousands of entries takes longer than systemd's 90 s start
+timeout. Status says `reconciling` until it is done, then `running`.
 
 Threads and their owners: the worker (`Worker`), the watcher (`Watcher`, watchdog's
 observer), the control socket (`ControlServer`: accept + one per connection), the query
@@ -12,9 +15,11 @@ thread (`QueryService`: recall/expand/status reads with their own SQLite connect
 answers never wait for a sync's transaction), the scheduler (`Scheduler`). The main thread
 only waits for signals; shutdown stops them in reverse order and joins each.
 
-SIGTERM/SIGINT: finish the current batch, stop, exit 0. SIGHUP: re-read the config, log
-what changed, apply it (a bad config is logged and the old settings kept; the root, the
-state folder and the model need a restart and are kept too).
+SIGTERM/SIGINT: finish the current batch (a reconcile stops after its current embedding
+chunk and resumes at the next start), stop, exit 0; during the model load, stop at once
+without waiting for the load (a download cannot be interrupted) and never reconcile.
+SIGHUP: re-read the config, log what changed, apply it (a bad config is logged and the old
+settings kept; the root, the state folder and the model need a restart and are kept too).
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ import logging
 import os
 import select
 import signal
+import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -46,7 +53,7 @@ from carryd.daemon.recalling import Recaller
 from carryd.daemon.scheduler import Scheduler
 from carryd.daemon.state import DaemonState
 from carryd.daemon.watcher import Watcher
-from carryd.daemon.worker import Indexer, Worker, release_memory
+from carryd.daemon.worker import Indexer, StopSync, Worker, release_memory
 from carryd.index.embed import Embedder
 from carryd.index.store import Store
 
@@ -59,6 +66,10 @@ LOCK_FILE = "daemon.lock"
 # Settings a running daemon cannot switch to: they are kept until a restart.
 # `model_keys_written` (which [model] keys the file names) is part of the model identity.
 RESTART_ONLY = ("root", "index.state_dir", "model", "model_keys_written")
+# systemd counts its start timeout (90 s by default) until READY=1; while the model loads or
+# downloads, ask for this much more every EXTEND_EVERY seconds.
+EXTEND_EVERY = 10.0
+EXTEND_BY_USEC = 30_000_000
 
 
 # --- the lock ----------------------------------------------------------------------------
@@ -271,6 +282,7 @@ class Daemon:
         self._reload_requested = False
         self._stop_signal: str | None = None
         self._indexer: Indexer | None = None
+        self._model_loader: threading.Thread | None = None
         # Self-pipe: a signal handler only sets a flag and writes a byte. It must never take
         # a lock (an Event's, logging's): the handler runs on the main thread between two
         # bytecodes, possibly while that same thread holds the lock, and would deadlock.
@@ -302,14 +314,19 @@ class Daemon:
             previous[signum] = signal.signal(signum, handler)
         return previous
 
-    def _wait(self, seconds: float) -> None:
+    def _wait(self, seconds: float, *, wake_on_reload: bool = True) -> None:
         """Sleep until a signal arrives or `seconds` pass (no lock, no polling)."""
-        if self._stop_requested or self._reload_requested:
+        if self._stop_requested or (wake_on_reload and self._reload_requested):
             return
         readable, _, _ = select.select([self._wake_read], [], [], seconds)
         if readable:
             with contextlib.suppress(BlockingIOError):
                 os.read(self._wake_read, 512)
+
+    @property
+    def loading_model(self) -> bool:
+        """Whether a model load the daemon stopped without is still running (a download)."""
+        return self._model_loader is not None and self._model_loader.is_alive()
 
     def close(self) -> None:
         for descriptor in (self._wake_read, self._wake_write):
@@ -323,34 +340,77 @@ class Daemon:
         parts = _Running(DaemonState(self.settings))
         parts.state.write()
         try:
-            worker = self._start_indexing(parts)
-            if not self._caught_up(worker):
-                return 0  # asked to stop during the start-up reconcile
+            model = self._load_model(parts.state)
+            if model is None:
+                return 0  # asked to stop while the model loaded: no reconcile after a stop
+            worker = self._start_indexing(parts, *model)
             self._start_serving(parts, worker)
-            self._serve(parts)
+            self._serve(parts, worker)
             return 0
         finally:
             self._stop_all(parts, previous_handlers)
 
-    def _start_indexing(self, parts: _Running) -> Worker:
-        """Load the model, open the store, start the worker (reconciling first) and the
-        watcher; return the worker."""
-        settings, state = self.settings, parts.state
+    def _load_model(self, state: DaemonState) -> tuple[Embedder | None, str | None] | None:
+        """Load the embedder on a thread of its own; return (embedder, why degraded), or None
+        when a stop is asked first. The main thread keeps handling signals meanwhile (a
+        download or an ONNX load cannot be interrupted) and extends systemd's start timeout."""
+        state.update(state="loading_model")
+        outcome: list[tuple[Embedder | None, str | None] | BaseException] = []
+
+        def load() -> None:
+            try:
+                outcome.append(load_embedder_for(self.settings))
+            except BaseException as error:  # noqa: BLE001 — re-raised on the main thread
+                outcome.append(error)
+            finally:
+                self._poke()
+
+        # A daemon thread: a stop does not wait for a download; `cmd_run` exits without it.
+        loader = self._model_loader = threading.Thread(
+            target=load, name="carryd-model-load", daemon=True
+        )
         started = time.monotonic()
-        embedder, degraded = load_embedder_for(settings)
+        loader.start()
+        next_extend = started
+        while not outcome and not self._stop_requested:
+            now = time.monotonic()
+            if now >= next_extend:
+                sd_notify(f"EXTEND_TIMEOUT_USEC={EXTEND_BY_USEC}", "STATUS=loading the model")
+                next_extend = now + EXTEND_EVERY
+            self._wait(next_extend - now, wake_on_reload=False)
+        if not outcome:
+            log.info("stop asked while the model was loading: not waiting for it")
+            return None
+        loader.join()
+        result = outcome[0]
+        if isinstance(result, BaseException):
+            raise result
+        embedder, degraded = result
         if degraded:
             log.warning("model unavailable, recall is lexical-only: %s", degraded)
         else:
             log.info("model loaded in %.2f s", time.monotonic() - started)
         release_memory()  # loading the model frees far more than it keeps
+        return embedder, degraded
 
+    def _start_indexing(
+        self, parts: _Running, embedder: Embedder | None, degraded: str | None
+    ) -> Worker:
+        """Open the store, start the worker (reconciling first) and the watcher; return the
+        worker."""
+        settings, state = self.settings, parts.state
         store = parts.store = open_store(settings)
         if store.recovered:
             log.warning("index: %s", store.recovered)
 
         def open_indexer() -> Indexer:
             self._indexer = Indexer(
-                settings, store=store, embedder=embedder, degraded=degraded, state=state
+                settings,
+                store=store,
+                embedder=embedder,
+                degraded=degraded,
+                state=state,
+                progress=self._sync_progress(state),
             )
             return self._indexer
 
@@ -371,30 +431,50 @@ class Daemon:
         parts.watcher.start()
         return worker
 
-    def _caught_up(self, worker: Worker) -> bool:
-        """Wait for the start-up reconcile; return False when asked to stop meanwhile."""
-        log.info("reconciling %s before serving", self.settings.root_path)
-        sd_notify("STATUS=reconciling the index and the carries")
-        while not self._stop_requested and worker.items_finished < 1:
-            self._wait(0.05)
-        return not self._stop_requested
+    def _sync_progress(self, state: DaemonState) -> Callable[[int, int], None]:
+        """Return the worker's sync progress callback: counts into the status while it
+        embeds, and a stop between two embedding chunks once one is asked."""
+
+        def progress(embedded: int, total: int) -> None:
+            if self._stop_requested:
+                raise StopSync(f"{self._stop_signal or 'stop'} after {embedded} of {total}")
+            if total:
+                state.update(embedding={"embedded": embedded, "total": total})
+
+        return progress
 
     def _start_serving(self, parts: _Running, worker: Worker) -> None:
-        """Open the control socket and the schedule, and tell systemd the daemon is ready."""
+        """Open the control socket and the schedule, and tell systemd the daemon is ready:
+        the start-up reconcile goes on in the background."""
         settings = self.settings
         assert parts.query is not None  # started with the worker
         parts.control = ControlServer(settings.socket_path, parts.query.handlers())
         parts.control.start()
         parts.scheduler = Scheduler(settings, worker.submit)
         parts.scheduler.start()
-        parts.state.update(state="running")
-        sd_notify("READY=1", "STATUS=watching " + str(settings.root_path), f"MAINPID={os.getpid()}")
-        log.info("ready: serving %s on %s", settings.root_path, settings.socket_path)
+        parts.state.update(state="reconciling")
+        sd_notify(
+            "READY=1",
+            "STATUS=serving; reconciling the index and the carries",
+            f"MAINPID={os.getpid()}",
+        )
+        log.info(
+            "ready: serving %s on %s; reconciling in the background",
+            settings.root_path,
+            settings.socket_path,
+        )
 
-    def _serve(self, parts: _Running) -> None:
-        """Sleep until a stop is asked, reloading the config on SIGHUP."""
+    def _serve(self, parts: _Running, worker: Worker) -> None:
+        """Sleep until a stop is asked, reloading the config on SIGHUP; say when the
+        start-up reconcile is done."""
+        reconciled = False
         while not self._stop_requested:
-            self._wait(3600.0)
+            if not reconciled and worker.items_finished >= 1:
+                reconciled = True
+                parts.state.update(state="running", embedding=None)
+                sd_notify("STATUS=watching " + str(self.settings.root_path))
+                log.info("start-up reconcile done: watching %s", self.settings.root_path)
+            self._wait(3600.0 if reconciled else 0.1)
             if self._reload_requested:
                 self._reload_requested = False
                 self._reload(parts)
@@ -465,9 +545,17 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         remove_stale_socket(settings.socket_path)
         daemon = Daemon(settings, reload_settings)
         try:
-            return daemon.run()
+            code = daemon.run()
         finally:
             daemon.close()
+    if daemon.loading_model:
+        # Stopped during a model download: its thread cannot be interrupted, and the
+        # download's thread pool would be joined at interpreter exit. Leave now.
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def remove_stale_socket(path: Path) -> None:
