@@ -21,6 +21,7 @@ from carryd.daemon.carrying import CarryResult, build_workspace_carry, write_car
 from carryd.daemon.errors import UsageError
 from carryd.daemon.indexing import sync_root
 from carryd.daemon.layout import check_workspace, is_workspace, list_workspaces
+from carryd.daemon.progress import Progress, progress_mode
 from carryd.daemon.recall_access import recall_access
 from carryd.daemon.recalling import answer_json
 from carryd.daemon.status import render_text, status_report
@@ -36,8 +37,11 @@ if TYPE_CHECKING:
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
-    """`carryd index [--json]`: sync once; exit 0 (also when degraded or files were skipped)."""
-    report = sync_root(settings)
+    """`carryd index [--json]`: sync once, showing progress on stderr (none with --json); exit 0
+    (also when degraded or files were skipped)."""
+    mode = progress_mode(as_json=getattr(args, "json", False))
+    with Progress("embedding", mode=mode) as progress:
+        report = sync_root(settings, progress=progress)
     for note in report.notes:
         print(f"carryd: {note}", file=sys.stderr)
     for problem in report.problems:
