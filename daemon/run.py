@@ -48,6 +48,7 @@ from carryd.daemon.errors import ConfigError, DaemonRunning, UsageError
 from carryd.daemon.layout import open_store
 from carryd.daemon.model import load_embedder_for, model_identity_text
 from carryd.daemon.notify import sd_notify
+from carryd.daemon.progress import LINE_EVERY
 from carryd.daemon.recall_access import ThreadRecall
 from carryd.daemon.recalling import Recaller
 from carryd.daemon.scheduler import Scheduler
@@ -70,6 +71,8 @@ RESTART_ONLY = ("root", "index.state_dir", "model", "model_keys_written")
 # downloads, ask for this much more every EXTEND_EVERY seconds.
 EXTEND_EVERY = 10.0
 EXTEND_BY_USEC = 30_000_000
+# A sync embedding at least this many entries logs its progress (a cold root, a new model).
+LOG_PROGRESS_FROM = 500
 
 
 # --- the lock ----------------------------------------------------------------------------
@@ -435,11 +438,18 @@ class Daemon:
         """Return the worker's sync progress callback: counts into the status while it
         embeds, and a stop between two embedding chunks once one is asked."""
 
+        logged = [0.0]  # when the journal last got a progress line
+
         def progress(embedded: int, total: int) -> None:
             if self._stop_requested:
                 raise StopSync(f"{self._stop_signal or 'stop'} after {embedded} of {total}")
-            if total:
-                state.update(embedding={"embedded": embedded, "total": total})
+            if not total:
+                return
+            state.update(embedding={"embedded": embedded, "total": total})
+            now = time.monotonic()
+            if total >= LOG_PROGRESS_FROM and (now - logged[0] >= LINE_EVERY or embedded == total):
+                logged[0] = now
+                log.info("embedding: %d/%d entries", embedded, total)
 
         return progress
 
