@@ -35,12 +35,12 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from carryd.daemon.config import Settings, load_settings
 from carryd.daemon.control import ControlServer, socket_answers
@@ -57,6 +57,9 @@ from carryd.daemon.watcher import Watcher
 from carryd.daemon.worker import Indexer, StopSync, Worker, release_memory
 from carryd.index.embed import Embedder
 from carryd.index.store import Store
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # What `signal.signal` returns and takes back: a handler, a SIG_* constant or None.
 SignalHandler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
@@ -153,6 +156,45 @@ def merge_reload(old: Settings, new: Settings) -> tuple[Settings, list[str], lis
         index=index,
     )
     return effective, applied, kept
+
+
+# --- stopping between embedding slices ------------------------------------------------------
+
+
+class InterruptibleEmbedder:
+    """The worker's embedder: embeds passages in slices of the model's batch size and raises
+    StopSync between two slices once a stop is asked, so SIGTERM during a cold reconcile waits
+    for one batch, not for the sync's whole chunk (thousands of L0s, minutes on a busy machine).
+
+    The passages are sorted by length once, as the model itself sorts them, so every slice is
+    exactly one of the batches the model would have run: the vectors are the same bytes.
+    """
+
+    def __init__(self, embedder: Embedder, *, slice_size: int, stopping: Callable[[], bool]):
+        self.identity = embedder.identity
+        self._embedder = embedder
+        self._slice = max(1, slice_size)
+        self._stopping = stopping
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
+        order = sorted(range(len(texts)), key=lambda position: len(texts[position]))
+        slices = []
+        for start in range(0, len(order), self._slice):
+            if self._stopping():
+                raise StopSync(f"stop asked after {start} of {len(texts)} passages")
+            part = order[start : start + self._slice]
+            slices.append(self._embedder.embed_passages([texts[position] for position in part]))
+        if not slices:
+            return self._embedder.embed_passages(texts)
+        vectors = np.concatenate(slices)
+        result = np.empty_like(vectors)
+        result[order] = vectors
+        return result
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embedder.embed_query(text)
 
 
 # --- the query thread --------------------------------------------------------------------
@@ -410,7 +452,13 @@ class Daemon:
             self._indexer = Indexer(
                 settings,
                 store=store,
-                embedder=embedder,
+                embedder=None
+                if embedder is None
+                else InterruptibleEmbedder(
+                    embedder,
+                    slice_size=settings.model.batch_size,
+                    stopping=lambda: self._stop_requested,
+                ),
                 degraded=degraded,
                 state=state,
                 progress=self._sync_progress(state),

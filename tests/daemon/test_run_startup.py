@@ -153,3 +153,62 @@ def test_a_stop_during_the_model_load_is_prompt_and_never_reconciles(
     assert "reconcile" not in text, text
     assert not (root / ".carryd" / "index.sqlite").exists()  # no index was even opened
     assert "Traceback" not in text
+
+
+def test_a_stop_during_the_start_up_reconcile_waits_for_one_batch_and_resumes(
+    tmp_path: Path, use_model: Path, notify_socket: socket.socket
+) -> None:
+    root = big_root(tmp_path / "root", 1_200)
+    log = tmp_path / "daemon.log"
+    process = start_daemon(root, log)
+    try:
+        receive_until(notify_socket, "READY=1")
+        time.sleep(2.0)  # into the embedding of the one 1,200-L0 chunk
+        asked = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        code = stopped(process, 60)
+        seconds = time.monotonic() - asked
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    text = log.read_text(errors="replace")
+    assert code == 0, text
+    assert "the next sync resumes it" in text, text
+    print(f"stopped {seconds:.1f} s after SIGTERM mid-reconcile")
+    assert seconds <= 15.0, f"took {seconds:.1f} s to stop:\n{text}"  # one batch of 64, busy CI
+    # The next run picks up where the stop left it and ends with index and files agreeing.
+    result = subprocess.run(
+        [sys.executable, "-m", "carryd.daemon.cli", "index", "--root", str(root), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    verify = subprocess.run(
+        [sys.executable, "-m", "carryd.daemon.cli", "verify", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_the_interruptible_embedder_gives_the_same_vectors_and_stops_between_slices(
+    model_dir: Path,
+) -> None:
+    import numpy as np
+    from carryd.daemon.config import parse_settings
+    from carryd.daemon.model import load_embedder_for
+    from carryd.daemon.run import InterruptibleEmbedder
+    from carryd.daemon.worker import StopSync
+
+    embedder, why = load_embedder_for(parse_settings({"model": {"model_path": str(model_dir)}}))
+    assert embedder is not None, why
+    texts = [f"note {n}: " + "word " * (n % 17) for n in range(150)]
+    stop = [False]
+    sliced = InterruptibleEmbedder(embedder, slice_size=64, stopping=lambda: stop[0])
+    assert np.array_equal(sliced.embed_passages(texts), embedder.embed_passages(texts))
+    stop[0] = True
+    with pytest.raises(StopSync):
+        sliced.embed_passages(texts)
