@@ -15,8 +15,8 @@ thread (`QueryService`: recall/expand/status reads with their own SQLite connect
 answers never wait for a sync's transaction), the scheduler (`Scheduler`). The main thread
 only waits for signals; shutdown stops them in reverse order and joins each.
 
-SIGTERM/SIGINT: finish the current batch (a reconcile stops after its current embedding
-chunk and resumes at the next start), stop, exit 0; during the model load, stop at once
+SIGTERM/SIGINT: finish the current batch (a reconcile stops after the model batch it is
+embedding and resumes at the next start), stop, exit 0; during the model load, stop at once
 without waiting for the load (a download cannot be interrupted) and never reconcile.
 SIGHUP: re-read the config, log what changed, apply it (a bad config is logged and the old
 settings kept; the root, the state folder and the model need a restart and are kept too).
@@ -484,7 +484,7 @@ class Daemon:
 
     def _sync_progress(self, state: DaemonState) -> Callable[[int, int], None]:
         """Return the worker's sync progress callback: counts into the status while it
-        embeds, and a stop between two embedding chunks once one is asked."""
+        embeds (and a line in the log for a large sync), and a stop once one is asked."""
 
         logged = [0.0]  # when the journal last got a progress line
 
@@ -493,7 +493,8 @@ class Daemon:
                 raise StopSync(f"{self._stop_signal or 'stop'} after {embedded} of {total}")
             if not total:
                 return
-            state.update(embedding={"embedded": embedded, "total": total})
+            counts = {"embedded": embedded, "total": total}
+            state.update(embedding=None if embedded >= total else counts)
             now = time.monotonic()
             if total >= LOG_PROGRESS_FROM and (now - logged[0] >= LINE_EVERY or embedded == total):
                 logged[0] = now
