@@ -210,27 +210,17 @@ class Recaller:
         the lexical arm and says why in `degraded`.
         """
         recall_settings = self._settings.recall
-        floor = recall_settings.min_confidence if min_confidence is None else min_confidence
-        calibration = self._calibration
-        if floor <= 0 and calibration is not None:
-            # "--min-confidence 0 ranks every candidate": the semantic arm nominates below its
-            # usual floor too (confidence still ramps from the model's floor, so those show 0).
-            calibration = dataclasses.replace(
-                calibration,
-                floor=-1.0,
-                ramp_from=calibration.floor
-                if calibration.ramp_from is None
-                else calibration.ramp_from,
-            )
         options = RecallOptions(
             limit=recall_settings.limit if limit is None else limit,
-            min_confidence=floor,
+            min_confidence=(
+                recall_settings.min_confidence if min_confidence is None else min_confidence
+            ),
             candidates_per_arm=recall_settings.candidates_per_arm,
             lexical_divisor=recall_settings.lexical_divisor,
             semantic_divisor=recall_settings.semantic_divisor,
             rrf_k=recall_settings.rrf_k,
             parent_propagation=recall_settings.parent_propagation,
-            calibration=calibration,
+            calibration=self._calibration,
         )
         snapshot, scopes, term_postings = self._current()
         degraded = self._degraded or snapshot.vector_problem
