@@ -182,7 +182,8 @@ def _listing(answer: Mapping[str, Any], *, ranked_all: bool = False) -> str:
     hits = answer.get("hits", [])
     if not hits:
         lines.append(
-            "no entry matches the query at all"
+            "no candidates: no entry shares a word with the query and none is close enough "
+            "in meaning to be nominated"
             if ranked_all
             else "no memory above the confidence threshold (--min-confidence 0 lists every "
             "ranked candidate)"

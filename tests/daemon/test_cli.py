@@ -80,19 +80,25 @@ def test_a_batch_request_with_a_bad_workspace_is_a_usage_error(
     assert "../etc" in capsys.readouterr().err
 
 
-def test_min_confidence_0_ranks_candidates_even_for_an_unrelated_query(
+def test_min_confidence_0_lists_the_candidates_below_the_threshold(
     example_root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = ["recall", "zzqx", "--root", str(example_root)]
+    # One of three words matches: a weak candidate, below the default threshold.
+    args = ["recall", "webhook quokka zebra", "--root", str(example_root)]
     assert main(args) == 0
-    assert "no memory above the confidence threshold" in capsys.readouterr().out
-    assert main([*args, "--min-confidence", "0", "--limit", "3", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "no memory above the confidence threshold" in out and "--min-confidence 0" in out
+    assert main([*args, "--min-confidence", "0", "--json"]) == 0
     hits = json.loads(capsys.readouterr().out)["hits"]
-    assert len(hits) == 3
+    assert hits and all(hit["confidence"] < 0.5 for hit in hits)
     assert [hit["score"] for hit in hits] == sorted((hit["score"] for hit in hits), reverse=True)
     assert main([*args, "--min-confidence", "0"]) == 0
     out = capsys.readouterr().out
     assert "no memory above" not in out and out.startswith("1. mem_")
+    # No candidate at all: said as such, not as a threshold problem.
+    assert main(["recall", "zzqx", "--root", str(example_root), "--min-confidence", "0"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("no candidates") and "threshold" not in out
 
 
 @pytest.mark.parametrize("flag", [["--limit", "0"], ["--limit", "-1"]])
