@@ -170,8 +170,8 @@ def _add_daemon_commands(
         "losslessly.",
     )
     plan.add_argument("action", choices=["archive"])
-    plan.add_argument("--workspace", help="only this workspace")
     plan.add_argument("--dry-run", action="store_true", help="show what would move; write nothing")
+    plan.add_argument("--workspace", help="only this workspace")
 
     hook = sub.add_parser(
         "hook",
