@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
             "Keep continuation-carry files and hybrid recall ready for AI coding agents "
             "whose memory is Markdown."
         ),
+        # `carryd --root X status` as well as `carryd status --root X`: the common options
+        # are accepted before the command too (the command's own copy wins when both are given).
+        parents=[common],
     )
     parser.add_argument("--version", action=VersionAction, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -169,6 +172,7 @@ def _add_daemon_commands(
         "losslessly.",
     )
     plan.add_argument("action", choices=["archive"])
+    plan.add_argument("--dry-run", action="store_true", help="show what would move; write nothing")
     plan.add_argument("--workspace", help="only this workspace")
 
     _add_host_commands(sub, common)

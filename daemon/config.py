@@ -212,6 +212,10 @@ def load_settings(
                 data = tomllib.load(handle)
         except tomllib.TOMLDecodeError as error:
             raise ConfigError(f"{path}: not valid TOML: {error}") from error
+        except UnicodeDecodeError as error:  # tomllib decodes the bytes as UTF-8 first
+            raise ConfigError(
+                f"{path}: not valid TOML: not UTF-8 text (byte {error.start}); save it as UTF-8"
+            ) from error
         except OSError as error:
             raise ConfigError(f"{path}: cannot read config file: {error.strerror}") from error
     elif explicit:

@@ -343,6 +343,11 @@ def release_memory() -> None:
     trim(0)
 
 
+class StopSync(Exception):
+    """Raised by a sync's progress callback to stop between two embedding chunks: what was
+    committed stays, and the next sync embeds only what is still missing."""
+
+
 # Embeddings in one sync above which the worker trims the heap afterwards.
 TRIM_AFTER_EMBEDDED = 64
 
@@ -358,12 +363,14 @@ class Indexer:
         embedder: Embedder | None,
         degraded: str | None,
         state: DaemonState,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         self.settings = settings
         self.store = store  # owned by the caller, which closes it after the worker stops
         self.embedder = embedder
         self.degraded = degraded
         self.state = state
+        self.progress = progress  # `sync_root`'s; may raise StopSync
         self._recall = ThreadRecall(store, embedder, degraded)
 
     def reload(self, settings: Settings) -> None:
@@ -406,7 +413,17 @@ class Indexer:
         log.debug("%s paths: %s", kind, paths)
         report = None
         if paths is None or paths:
-            report = sync_root(self.settings, store=self.store, embedder=self.embedder, paths=paths)
+            try:
+                report = sync_root(
+                    self.settings,
+                    store=self.store,
+                    embedder=self.embedder,
+                    paths=paths,
+                    progress=self.progress,
+                )
+            except StopSync as stop:
+                log.info("%s stopped (%s); the next sync resumes it", kind, stop)
+                return
         touched = report.touched_workspaces if report is not None else frozenset()
         existing = list_workspaces(self.settings)
         targets = (

@@ -331,7 +331,8 @@ def test_cmd_carry_print_with_max_chars(memory_root: Settings, capsys) -> None: 
     small = capsys.readouterr().out
     assert len(small) <= 2_500
     assert small.startswith(DEFAULT_DISCIPLINE) and "# How to read more" in small
-    assert run(root, "--print", "--workspace", "webshop", "--max-chars", "100") == 1
+    # A usage error: the budget asked for cannot hold the required parts.
+    assert run(root, "--print", "--workspace", "webshop", "--max-chars", "100") == 2
     assert "required carry segments need" in capsys.readouterr().err
     assert run(root, "--workspace", "webshop", "--max-chars", "2500") == 2
     assert run(root, "--print", "--workspace", "nope") == 2
