@@ -38,7 +38,7 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -132,9 +132,12 @@ def sync_root(
     store: Store | None = None,
     embedder: Embedder | None | LoadModel = LOAD,
     paths: Iterable[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> SyncReport:
-    """Given the settings (and optionally an open store, an embedder or None for none, and the
-    relative paths that changed), bring the index up to date and return what was done."""
+    """Given the settings (and optionally an open store, an embedder or None for none, the
+    relative paths that changed, and `progress(embedded so far, total to embed)`, called once
+    before the first embedding batch and after each one), bring the index up to date and return
+    what was done."""
     started = time.perf_counter()
     own_store = store is None
     active = open_store(settings) if store is None else store
@@ -146,11 +149,11 @@ def sync_root(
         degraded = "no embedding model was given"
     try:
         try:
-            report = _sync(settings, active, embedder, degraded, paths)
+            report = _sync(settings, active, embedder, degraded, paths, progress)
         except IndexCorrupt as error:
             log.warning("index unusable during sync (%s); recovering", error)
             notes.append(active.recover() or f"index error ({error}); reopened it")
-            report = _sync(settings, active, embedder, degraded, None)
+            report = _sync(settings, active, embedder, degraded, None, progress)
     finally:
         if own_store:
             active.close()
@@ -203,6 +206,7 @@ def _sync(
     embedder: Embedder | None,
     degraded: str | None,
     paths: Iterable[str] | None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> SyncReport:
     """Given an open store, bring it up to date: read what changed, plan, then apply."""
     # A new tokenizer makes every posting stale, and postings need the text: re-read it all.
@@ -213,7 +217,7 @@ def _sync(
     work = _read_changes(settings, store, paths, lexicon_stale=lexicon_stale)
     changes = _entry_changes(store, work, embedder, lexicon_stale=lexicon_stale)
     notes, sync_plan = _plan_sync(store, work, changes, embedder, lexicon_stale=lexicon_stale)
-    embedded, degraded = _apply_sync(store, sync_plan, embedder, degraded)
+    embedded, degraded = _apply_sync(store, sync_plan, embedder, degraded, progress)
     totals = store.counts()
     return SyncReport(
         files=totals["files"],
@@ -366,7 +370,11 @@ def _plan_sync(
 
 
 def _apply_sync(
-    store: Store, sync_plan: _SyncPlan, embedder: Embedder | None, degraded: str | None
+    store: Store,
+    sync_plan: _SyncPlan,
+    embedder: Embedder | None,
+    degraded: str | None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[int, str | None]:
     """Given the plan, embed in chunks and write one transaction per chunk, entries first and
     file rows last; return how many L0s were embedded and why embedding stopped (if it did)."""
@@ -375,6 +383,9 @@ def _apply_sync(
     chunks = chunks or [()]
     identity_key = sync_plan.identity_key
     embedded = 0
+    total = len(pending) if embedder is not None and degraded is None else 0
+    if progress is not None:
+        progress(0, total)
     for number, chunk in enumerate(chunks):
         vectors: tuple[tuple[str, str, bytes], ...] = ()
         if chunk and embedder is not None and degraded is None:
@@ -414,6 +425,8 @@ def _apply_sync(
         # Nothing to write, no commit: the generation stays, so warm readers keep their caches.
         if batch != Batch(identity=identity_key):
             store.apply(batch)
+        if progress is not None and vectors:
+            progress(embedded, total)
     return embedded, degraded
 
 

@@ -487,3 +487,16 @@ def test_a_new_tokenizer_version_recomputes_every_posting_without_embedding(
     assert (report.parsed, report.embedded, report.removed) == (3, 0, 0)
     assert verify_root(settings).ok
     assert sync(small).parsed == 0
+
+
+def test_progress_reports_embedded_so_far_against_the_total(
+    small: Path, use_model: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr("carryd.daemon.indexing.EMBED_CHUNK", 25)
+    calls: list[tuple[int, int]] = []
+    report = sync(small, progress=lambda done, total: calls.append((done, total)))
+    assert report.embedded == 60
+    assert calls == [(0, 60), (25, 60), (50, 60), (60, 60)]
+    calls.clear()
+    sync(small, progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(0, 0)]  # nothing to embed: still told once
