@@ -253,7 +253,7 @@ def inline_carry(settings: Settings, workspace: str, *, budget_for_carry: int) -
         settings,
         workspace,
         max_chars=budget_for_carry,
-        refresh=state.state in ("missing", "stale"),
+        refresh=state.state in ("missing", "stale", "damaged"),
     )
 
 
@@ -331,6 +331,7 @@ def carry_hint(settings: Settings, cwd: str, *, fraction: float | None) -> str:
         "stale": f"carry stale ({one_line(freshness.detail or '?')[:40]} newer): "
         "/clear re-plans it and hands off",
         "missing": "no carry yet: /clear plans one and hands off",
+        "damaged": "carry damaged: /clear re-plans it and hands off",
     }[freshness.state]
     return f" >= {hooks.handoff_threshold:.0%} | {hint} ({label})"
 

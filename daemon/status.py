@@ -146,6 +146,8 @@ def _problems(model: dict[str, Any], carries: list[dict[str, Any]]) -> list[str]
     for carry in carries:
         if not carry["exists"]:
             problems.append(f"carry {carry['workspace']}: missing")
+        elif carry["damaged"]:
+            problems.append(f"carry {carry['workspace']}: damaged ({carry['damaged']})")
         elif carry["stale"]:
             source = carry["newest_source"]["path"]
             problems.append(
@@ -204,6 +206,9 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
     for carry in report["carries"]:
         if not carry["exists"]:
             lines.append(f"carry {carry['workspace']}: MISSING ({carry['path']})")
+            continue
+        if carry["damaged"]:
+            lines.append(f"carry {carry['workspace']}: DAMAGED ({carry['damaged']})")
             continue
         flags = []
         if carry["stale"]:
