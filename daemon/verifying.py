@@ -142,7 +142,13 @@ def _verify(settings: Settings, store: Store) -> VerifyReport:
         rows_by_path.setdefault(row.path, []).append(row)
 
     for path in sorted(set(scan.files) - set(records)):
-        differences.append(Difference("file_not_indexed", path, "file is not in the index"))
+        # A file `carryd index` skips for a reason (not UTF-8, NUL bytes, too large) is not a
+        # difference: it is listed as skipped, as `index` reports it.
+        unindexable = read_markdown(root, path, settings.index.max_file_bytes)
+        if isinstance(unindexable, Problem):
+            skipped.append(unindexable)
+        elif unindexable is not None:
+            differences.append(Difference("file_not_indexed", path, "file is not in the index"))
     for path in sorted(set(records) - set(scan.files)):
         differences.append(Difference("indexed_file_missing", path, "indexed file is gone"))
     for path in sorted(set(rows_by_path) - set(records)):

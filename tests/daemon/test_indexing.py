@@ -500,3 +500,29 @@ def test_progress_reports_embedded_so_far_against_the_total(
     calls.clear()
     sync(small, progress=lambda done, total: calls.append((done, total)))
     assert calls == [(0, 0)]  # nothing to embed: still told once
+
+
+def test_files_index_skips_for_a_reason_are_listed_by_verify_not_differences(
+    small: Path, use_model: Path
+):
+    (small / "alpha" / "binary.md").write_bytes(b"# title\n\x00\x01\x02\x03")
+    (small / "alpha" / "latin1.md").write_bytes("# café\n".encode("latin-1"))
+    (small / "beta" / "nul.md").write_bytes(b"# fine start\n\nthen a NUL \x00 here\n")
+    index_json(small)
+    code, answer, _ = run("verify", "--root", str(small), "--json")
+    assert answer is not None
+    assert (code, answer["ok"], answer["problems"]) == (0, True, [])
+    assert {problem["path"] for problem in answer["skipped"]} == {
+        "alpha/binary.md",
+        "alpha/latin1.md",
+        "beta/nul.md",
+    }
+    code, _, _ = run("verify", "--root", str(small))
+    assert code == 0
+    # A file that can be indexed but is not yet still is a difference.
+    (small / "alpha" / "new.md").write_text("# New\n\nNot indexed yet.\n", encoding="utf-8")
+    code, answer, _ = run("verify", "--root", str(small), "--json")
+    assert code == 1 and answer is not None
+    assert [(p["kind"], p["path"]) for p in answer["problems"]] == [
+        ("file_not_indexed", "alpha/new.md")
+    ]
