@@ -43,6 +43,7 @@ CarryState = Literal["fresh", "stale", "fallback", "missing", "damaged"]
 __all__ = [
     "CarryCheck",
     "CarryFreshness",
+    "carry_damage",
     "check_carry",
     "carry_report",
     "carry_state",
@@ -232,7 +233,7 @@ def check_carry(
         )
     digest = hashlib.sha256(data).hexdigest()
     base = dataclasses.replace(base, size=len(data), sha256=digest)
-    manifest, problem = _read_manifest(manifest_path)
+    manifest, problem = _integrity(carry_path, manifest_path, data, digest)
     if manifest is not None:
         fallback = manifest.get("fallback", False)
         reason = manifest.get("reason", manifest.get("fallback_reason"))
@@ -241,14 +242,8 @@ def check_carry(
             fallback=bool(fallback),
             reason=reason if isinstance(reason, str) else None,
         )
-        problem = _integrity_problem(carry_path, data, digest, manifest)
         with contextlib.suppress(OSError):
             fresh_as_of = max(fresh_as_of, manifest_path.stat().st_mtime)
-    if problem is None:
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as error:
-            problem = f"{carry_path}: not UTF-8 (byte {error.start})"
     if checked_time is not None:
         # The daemon re-planned this carry then and found its bytes unchanged.
         fresh_as_of = max(fresh_as_of, checked_time)
@@ -268,6 +263,38 @@ def check_carry(
     if base.fallback:
         return dataclasses.replace(base, state="fallback", detail=base.reason)
     return dataclasses.replace(base, state="fresh")
+
+
+def carry_damage(settings: Settings, workspace: str) -> str | None:
+    """Given a workspace, return what is wrong with its carry's bytes (None: intact or no
+    carry): `check_carry`'s integrity half alone, no source walk, for the daemon to find the
+    carries to rewrite after each sync."""
+    carry_path = settings.carry_dir / f"{workspace}.md"
+    try:
+        data = carry_path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        return f"{carry_path}: unreadable ({error.strerror})"
+    digest = hashlib.sha256(data).hexdigest()
+    return _integrity(carry_path, settings.carry_dir / f"{workspace}.json", data, digest)[1]
+
+
+def _integrity(
+    carry_path: Path, manifest_path: Path, data: bytes, digest: str
+) -> tuple[dict[str, Any] | None, str | None]:
+    """Given a carry's bytes and its manifest's path, return (the manifest or None, what is
+    wrong or None): the manifest must be one, its sha256 and size the carry's, the carry
+    UTF-8."""
+    manifest, problem = _read_manifest(manifest_path)
+    if manifest is not None:
+        problem = _integrity_problem(carry_path, data, digest, manifest)
+    if problem is None:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            problem = f"{carry_path}: not UTF-8 (byte {error.start})"
+    return manifest, problem
 
 
 def _read_manifest(path: Path) -> tuple[dict[str, Any] | None, str | None]:
