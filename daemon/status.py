@@ -203,9 +203,10 @@ def _next_steps(
     steps: list[str] = []
     if indexing is not None and indexing["running"]:
         steps.append("wait for the index run to finish (`carryd status` shows its progress)")
-    elif counts is None or (indexing is not None and indexing["interrupted"]):
-        if not daemon["running"]:
-            steps.append(f"`carryd index{root}` builds the index (it resumes where it stopped)")
+    elif indexing is not None and indexing["interrupted"] and not daemon["running"]:
+        steps.append(f"`carryd index{root}` finishes the index (it resumes where it stopped)")
+    elif counts is None and not daemon["running"]:
+        steps.append(f"`carryd index{root}` builds the index")
     unhappy = [c["workspace"] for c in carries if c["state"] in ("missing", "damaged", "stale")]
     if unhappy and not daemon["running"]:
         steps.append(
