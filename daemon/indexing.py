@@ -185,6 +185,11 @@ def sync_root(
                 log.warning("index unusable during sync (%s); recovering", error)
                 notes.append(active.recover() or f"index error ({error}); reopened it")
                 report = _sync_settled(settings, active, model, degraded, None, tracker)
+            except Exception:
+                # The process goes on (the daemon): its pid must not read as "indexing".
+                # Ctrl-C and kill leave the record, which then reads as an interrupted run.
+                tracker.finished()
+                raise
             tracker.finished()
             if isinstance(embedder, LoadModel) and (report.embedded or report.degraded):
                 # What this run learnt about the model: status reads it when no daemon runs.
@@ -290,9 +295,10 @@ class _Progress:
         )
 
     def finished(self) -> None:
-        if self._recorded:
-            clear_indexing(self._settings)
-            self._recorded = False
+        """The sync ended (or failed and its process goes on): no run is in progress. Under
+        the index lock any record left is this run's or a dead run's, so it always goes."""
+        clear_indexing(self._settings)
+        self._recorded = False
 
 
 @dataclass

@@ -527,3 +527,13 @@ def test_files_index_skips_for_a_reason_are_listed_by_verify_not_differences(
     assert [(p["kind"], p["path"]) for p in answer["problems"]] == [
         ("file_not_indexed", "alpha/new.md")
     ]
+
+
+def test_a_finished_sync_clears_the_record_of_an_interrupted_run(small: Path, use_model: Path):
+    from carryd.daemon.state import read_indexing, write_indexing
+
+    settings = load_settings(None, root=str(small))
+    write_indexing(settings, {"pid": 2**22 + 12345, "embedded": 10, "to_embed": 60})
+    assert read_indexing(settings) is not None
+    sync(small)  # one batch: it records no progress of its own, and still clears the old one
+    assert read_indexing(settings) is None
