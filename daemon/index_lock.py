@@ -104,7 +104,7 @@ def index_lock(
 def _acquire(
     path: Path, purpose: str, on_wait: Callable[[str], None] | None, timeout: float | None
 ) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # carryd's state is private
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         try:
