@@ -101,8 +101,6 @@ COMMIT_EMBEDDINGS = 256
 COMMIT_ENTRIES = 4096
 # Times a sync re-reads files that changed between being read and being committed.
 SETTLE_ATTEMPTS = 3
-# Seconds between two progress records in <state>/indexing.json.
-PROGRESS_EVERY = 0.5
 
 
 class LoadModel:
@@ -267,7 +265,6 @@ class _Progress:
         self._callback = callback
         self._recorded = False
         self._started = time.time()
-        self._written_at = 0.0
 
     def update(
         self, *, embedded: int, total: int, files_done: int, files: int, batches: int
@@ -276,11 +273,7 @@ class _Progress:
             self._callback(embedded, total)
         if batches <= 1:
             return  # one transaction: nothing half-built for status to see
-        now = time.monotonic()
-        if self._recorded and now - self._written_at < PROGRESS_EVERY and embedded < total:
-            return
-        self._written_at = now
-        self._recorded = True
+        self._recorded = True  # once per batch: a few hundred embeddings apart
         write_indexing(
             self._settings,
             {

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from carryd.daemon.config import load_settings
+from carryd.daemon.state import read_indexing
 from carryd.daemon.status import status_report
 
 from tests.fault.helpers import cli, note_text, start_cli, wait_for
@@ -38,9 +39,15 @@ def test_an_interrupted_index_resumes_where_it_stopped(tmp_path: Path, use_model
     total = FILES * (SECTIONS + 1)
     db = root / ".carryd" / "index.sqlite"
 
+    settings = load_settings(None, root=str(root))
     run = start_cli(root, "index", "--json")
-    wait_for(lambda: vectors(db) > 0 or run.poll() is not None, 120, "a first batch committed")
-    report = status_report(load_settings(None, root=str(root)))  # in-process: quick
+
+    def first_batch_committed() -> bool:
+        record = read_indexing(settings) or {}
+        return bool(record.get("embedded")) or run.poll() is not None
+
+    wait_for(first_batch_committed, 120, "a first batch committed")
+    report = status_report(settings)  # in-process: quick
     assert not report["healthy"]
     if run.poll() is None:
         # Mid-run, status says the index is partial and how far it got.
