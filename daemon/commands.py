@@ -69,6 +69,8 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     if getattr(args, "json", False):
         print(json.dumps(report.to_json(), ensure_ascii=False))
     elif report.ok:
+        for problem in report.skipped:
+            print(f"skipped (not indexed): {problem.path}: {problem.reason}")
         print("index and files agree")
     else:
         for difference in report.problems:

@@ -14,13 +14,12 @@ runs in-process. A hook with a fresh carry reads a file and never loads the carr
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from carryd.daemon.layout import carry_state
+from carryd.daemon.layout import check_carry
 from carryd.daemon.workspace_lookup import find_workspace
 from carryd.index.errors import CarrydError, PromptBudgetError
 
@@ -136,17 +135,18 @@ def inline_carry(settings: Settings, workspace: str, *, budget_for_carry: int) -
     the smaller budget from the current files.
     """
     path = settings.carry_dir / f"{workspace}.md"
-    # TODO(rela): with layout.check_carry (rela), inject its verified bytes; "damaged" → re-plan.
-    state = carry_state(settings, workspace)
+    # The bytes injected are the bytes the check verified against the manifest (no second
+    # read that could race a writer); a damaged carry is never injected, it is re-planned.
+    state = check_carry(settings, workspace)
     if state.state in ("fresh", "fallback"):
-        text = _read_carry(path)
+        text = state.text
         if text is not None and len(text) <= budget_for_carry:
             return InlineCarry(text, str(path), state.state == "fallback", state.detail)
     return plan_carry_text(
         settings,
         workspace,
         max_chars=budget_for_carry,
-        refresh=state.state in ("missing", "stale"),
+        refresh=state.state in ("missing", "stale", "damaged"),
     )
 
 
@@ -175,32 +175,14 @@ def plan_carry_text(
                 write_carry(settings, workspace, recaller=recall)
             except (CarrydError, OSError) as error:
                 log.warning("carryd hook: could not rewrite %s: %s", path, error)
-            text = _read_carry(path)
+            written = check_carry(settings, workspace)
+            text = written.text if written.state in ("fresh", "fallback") else None
             if text is not None and len(text) <= max_chars:
-                fallback, reason = _manifest_fallback(settings, workspace)
-                return InlineCarry(text, str(path), fallback, reason)
+                return InlineCarry(text, str(path), written.state == "fallback", written.detail)
         built = build_workspace_carry(settings, workspace, max_chars=max_chars, recaller=recall)
     finally:
         recall.close()
     return InlineCarry(built.text, str(path), built.fallback, built.reason)
-
-
-def _read_carry(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _manifest_fallback(settings: Settings, workspace: str) -> tuple[bool, str | None]:
-    try:
-        manifest = json.loads((settings.carry_dir / f"{workspace}.json").read_text("utf-8"))
-    except (OSError, ValueError):
-        return False, None
-    if not isinstance(manifest, dict):
-        return False, None
-    reason = manifest.get("reason")
-    return bool(manifest.get("fallback")), reason if isinstance(reason, str) else None
 
 
 # --- the status hint ----------------------------------------------------------------------------
@@ -214,7 +196,7 @@ def carry_hint(settings: Settings, cwd: str, *, fraction: float | None) -> str:
     workspace = find_workspace(settings, cwd)
     if workspace is None:
         return f" | carryd: no workspace {one_line(settings.workspace_for(cwd))[:40]!r}"
-    freshness = carry_state(settings, workspace)
+    freshness = check_carry(settings, workspace)
     label = one_line(workspace)[:40]
     at_threshold = fraction is not None and fraction + 1e-9 >= hooks.handoff_threshold
     if not at_threshold:
@@ -225,6 +207,7 @@ def carry_hint(settings: Settings, cwd: str, *, fraction: float | None) -> str:
         "stale": f"carry stale ({one_line(freshness.detail or '?')[:40]} newer): "
         "/clear re-plans it and hands off",
         "missing": "no carry yet: /clear plans one and hands off",
+        "damaged": "carry damaged: /clear re-plans it and hands off",
     }[freshness.state]
     return f" >= {hooks.handoff_threshold:.0%} | {hint} ({label})"
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from carryd.daemon.archive import archive_plans
 from carryd.daemon.carrying import CarryResult, write_carries
 from carryd.daemon.indexing import sync_root
-from carryd.daemon.layout import list_workspaces
+from carryd.daemon.layout import carry_damage, list_workspaces
 from carryd.daemon.recall_access import LocalRecall, ThreadRecall
 from carryd.daemon.verifying import repair_root, verify_root
 
@@ -431,6 +431,11 @@ class Indexer:
             if every_carry
             else workspaces_for_carry(touched, changed, carry_sources(self.settings), existing)
         )
+        if targets is not None:
+            # A carry found damaged (cut short, its manifest garbage) is rewritten now, not at
+            # the next reconcile: a hook meanwhile re-plans it on every session start.
+            damaged = [w for w in existing if w not in targets and carry_damage(self.settings, w)]
+            targets = tuple(sorted({*targets, *damaged}))
         results: list[CarryResult] = []
         if targets is None or targets:
             results = write_carries(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -419,3 +420,49 @@ def test_the_manifest_names_unrecognised_sections_and_the_flat_switch(
     manifest = json.loads((memory_root.carry_dir / "webshop.json").read_text(encoding="utf-8"))
     assert not result.fallback and manifest["unrecognised_sections"] == ["决策"]
     assert "## 决策\n- Kafka" in result.path.read_text(encoding="utf-8")
+
+
+def test_writing_every_carry_removes_temp_files_and_carries_of_workspaces_gone(
+    memory_root: Settings,
+) -> None:
+    write_carries(memory_root)
+    carry_dir = memory_root.carry_dir
+    # A writer killed between its temp file and the rename; a workspace renamed.
+    (carry_dir / ".webshop.md.k9x2.tmp").write_bytes(b"half a carry")
+    (carry_dir / ".webshop.json.0aa1.tmp").write_bytes(b"{")
+    shutil.move(memory_root.root_path / "tooling", memory_root.root_path / "tools")
+    (carry_dir / "README.md").write_text("a note the user keeps here\n", encoding="utf-8")
+    # Writing one workspace (a watcher batch) leaves the folder as it is.
+    write_carries(memory_root, ["webshop"])
+    assert (carry_dir / ".webshop.md.k9x2.tmp").exists() and (carry_dir / "tooling.md").exists()
+    results = write_carries(memory_root)
+    assert [result.workspace for result in results] == ["tools", "webshop"]
+    assert sorted(path.name for path in carry_dir.iterdir()) == [
+        "README.md",
+        "tools.json",
+        "tools.md",
+        "webshop.json",
+        "webshop.md",
+    ]
+
+
+def test_a_carry_writer_waits_for_the_index_lock_and_a_hook_gives_up_soon(
+    memory_root: Settings,
+) -> None:
+    import fcntl
+    import time
+
+    from carryd.daemon.index_lock import IndexBusy, lock_path
+
+    path = lock_path(memory_root)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(descriptor, fcntl.LOCK_EX)  # another writer (an open file description apart)
+    os.pwrite(descriptor, b"pid 4242: carryd index\n", 0)
+    try:
+        started = time.monotonic()
+        with pytest.raises(IndexBusy, match="pid 4242: carryd index"):
+            write_carry(memory_root, "webshop", lock_timeout=0.3)
+        assert 0.3 <= time.monotonic() - started < 5
+    finally:
+        os.close(descriptor)
+    assert write_carry(memory_root, "webshop", lock_timeout=0.3).bytes > 0

@@ -389,3 +389,36 @@ def test_the_verify_task_repairs_damage_inside_the_index(tmp_path, use_model) ->
         assert store.counts()["vectors"] == 2
     finally:
         store.close()
+
+
+def test_a_batch_also_rewrites_a_damaged_carry_of_another_workspace(tmp_path, use_model) -> None:
+    """A carry cut short is rewritten by the daemon's next batch, whatever that batch touched."""
+    import os
+
+    from carryd.daemon.layout import check_carry, open_store
+    from carryd.daemon.model import load_embedder_for
+    from carryd.daemon.state import DaemonState
+    from carryd.daemon.worker import Batch, Indexer
+
+    root = tmp_path / "root"
+    for workspace in ("ws", "other"):
+        (root / workspace).mkdir(parents=True)
+        (root / workspace / "a.md").write_text(f"# {workspace}\nThe {workspace} entry.\n")
+    settings_ = parse_settings({"root": str(root), "model": {"model_path": str(use_model)}})
+    embedder, degraded = load_embedder_for(settings_)
+    store = open_store(settings_)
+    indexer = Indexer(
+        settings_, store=store, embedder=embedder, degraded=degraded, state=DaemonState(settings_)
+    )
+    try:
+        indexer.run("reconcile")
+        whole = (settings_.carry_dir / "other.md").read_bytes()
+        os.truncate(settings_.carry_dir / "other.md", 100)
+        assert check_carry(settings_, "other").state == "damaged"
+        (root / "ws" / "a.md").write_text("# ws\nThe ws entry, edited.\n")
+        indexer.apply(Batch(frozenset({"ws/a.md"}), frozenset(), frozenset(), events=1))
+        assert (settings_.carry_dir / "other.md").read_bytes() == whole
+        assert check_carry(settings_, "other").state == "fresh"
+    finally:
+        indexer.close()
+        store.close()
