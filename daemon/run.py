@@ -42,7 +42,7 @@ from carryd.daemon.layout import open_store
 from carryd.daemon.model import load_embedder_for, model_identity_text
 from carryd.daemon.notify import sd_notify
 from carryd.daemon.recall_access import ThreadRecall
-from carryd.daemon.recalling import Recaller
+from carryd.daemon.recalling import Recaller, WarmSnapshot
 from carryd.daemon.scheduler import Scheduler
 from carryd.daemon.state import DaemonState
 from carryd.daemon.watcher import Watcher
@@ -166,6 +166,8 @@ class QueryService:
         embedder: Embedder | None,
         degraded: str | None,
         state: DaemonState,
+        *,
+        warm: WarmSnapshot | None = None,
     ) -> None:
         self.settings = settings
         self._store = store
@@ -173,7 +175,7 @@ class QueryService:
         self._degraded = degraded
         self._state = state
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="carryd-query")
-        self._thread_recall = ThreadRecall(store, embedder, degraded)
+        self._thread_recall = ThreadRecall(store, embedder, degraded, warm=warm)
 
     def reload(self, settings: Settings) -> None:
         self.settings = settings
@@ -345,12 +347,14 @@ class Daemon:
         release_memory()  # loading the model frees far more than it keeps
 
         store = parts.store = open_store(settings)
+        # One warm snapshot for the worker's carries and the query thread's answers.
+        warm = WarmSnapshot(store, embedder)
         if store.recovered:
             log.warning("index: %s", store.recovered)
 
         def open_indexer() -> Indexer:
             self._indexer = Indexer(
-                settings, store=store, embedder=embedder, degraded=degraded, state=state
+                settings, store=store, embedder=embedder, degraded=degraded, state=state, warm=warm
             )
             return self._indexer
 
@@ -359,7 +363,7 @@ class Daemon:
             quiet=settings.daemon.debounce_ms / 1000,
             on_error=state.record_error,
         )
-        query = parts.query = QueryService(settings, store, embedder, degraded, state)
+        query = parts.query = QueryService(settings, store, embedder, degraded, state, warm=warm)
         state.set_queued_source(lambda: worker.queued)
         state.update(model=query.model_info())
         worker.submit("reconcile")

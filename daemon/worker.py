@@ -35,6 +35,7 @@ from carryd.daemon.verifying import repair_root, verify_root
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
+    from carryd.daemon.recalling import WarmSnapshot
     from carryd.daemon.state import DaemonState
     from carryd.index.embed import Embedder
     from carryd.index.store import Store
@@ -358,13 +359,14 @@ class Indexer:
         embedder: Embedder | None,
         degraded: str | None,
         state: DaemonState,
+        warm: WarmSnapshot | None = None,
     ) -> None:
         self.settings = settings
         self.store = store  # owned by the caller, which closes it after the worker stops
         self.embedder = embedder
         self.degraded = degraded
         self.state = state
-        self._recall = ThreadRecall(store, embedder, degraded)
+        self._recall = ThreadRecall(store, embedder, degraded, warm=warm)
 
     def reload(self, settings: Settings) -> None:
         """Use new settings from the next batch on (called on the worker thread via a task)."""
