@@ -507,6 +507,8 @@ def test_a_warm_recaller_answers_as_a_fresh_one_after_edits_adds_and_deletes(
             ids = sorted(row.id for row in root.store.entries())
             assert warm.slots(ids) == fresh.slots(ids)
     assert "preference:theme" in warm.slots(sorted(row.id for row in root.store.entries())).values()
+    # After the first load every refresh came from the store's change log.
+    assert warm.warm.refreshes["full"] == 1 and warm.warm.refreshes["log"] >= 1
 
 
 def test_vectors_filled_in_later_reach_the_warm_recaller(indexed: Any, embedder: Embedder) -> None:
