@@ -15,7 +15,19 @@ offline test model, waits for the start-up reconcile, then edits PLAN.md's curre
 
 The bar (DESIGN.md): the 10,000-entry latency within 1.5× of the 100-entry one. After the
 trials the daemon is left idle for `--idle-seconds` and its RSS (VmRSS, /proc/<pid>/status)
-and CPU (utime+stime, /proc/<pid>/stat) are read.
+and CPU (utime+stime, /proc/<pid>/stat) are read. Then `--queries` recall requests go to the
+warm daemon over its socket (the query embedding included, as a host's `carryd recall` sees
+it) and their p50/p95 are printed.
+
+Large roots: `--root DIR` (repeatable) benchmarks an already indexed root instead of a
+generated size — a copy of it, so the original stays as it was. Make one with this bench's
+generator and `carryd index`, or keep bench_index.py's cold root (`--keep DIR`): at 100,000
+entries a cold index takes most of an hour on a shared machine, too long to repeat per run.
+The root's workspace for the edits is `proj` when it has one, else its first workspace;
+PLAN.md and the ledger are added to it when missing.
+
+The machine these run on is shared: the load average is printed with every size, and the
+ratios (10,000 or 100,000 against 100, same run) are the figures to read.
 """
 
 from __future__ import annotations
@@ -23,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -103,10 +116,69 @@ def wait_for(predicate, timeout: float, what: str):
         time.sleep(0.005)
 
 
-def run_size(entries: int, model: Path, trials: int, idle_seconds: float) -> dict:
-    with tempfile.TemporaryDirectory(prefix=f"carryd-bench-{entries}-") as temp:
+QUERIES = [
+    "how does the cache talk to the parser",
+    "socket ledger",
+    "vector index budget",
+    "which note says the daemon talks to the watcher",
+    "revision 42 of the recall file",
+    "embed token fusion",
+    "schedule archive",
+    "plan anchor carry",
+]
+
+
+def prepare_prebuilt(source: Path, root: Path) -> str:
+    """Given an indexed root, copy it to `root` and return the workspace the edits go to
+    (PLAN.md and the ledger added when it has none)."""
+    shutil.copytree(source, root, symlinks=True)
+    workspaces = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    workspace = "proj" if "proj" in workspaces else workspaces[0]
+    plan = root / workspace / "PLAN.md"
+    if not plan.exists():
+        plan.write_text(PLAN.format(token="t-start"))
+    ledger = root / workspace / "handoff" / "LEDGER.md"
+    if not ledger.exists():
+        ledger.parent.mkdir(parents=True, exist_ok=True)
+        ledger.write_text(LEDGER)
+    return workspace
+
+
+def recall_latencies(root: Path, workspace: str, count: int) -> list[float]:
+    """Given a root with a running daemon, return the wall seconds of `count` recall
+    requests over its socket (alternately whole root and the workspace)."""
+    from carryd.daemon import control
+    from carryd.daemon.config import Settings
+
+    settings = Settings(root=str(root))
+    control.request(settings, "recall", {"query": "warm up"}, timeout=120)
+    seconds = []
+    for number in range(count):
+        query = QUERIES[number % len(QUERIES)] + f" {number % 13}"
+        params = {"query": query, "workspace": workspace if number % 2 else None}
+        started = time.perf_counter()
+        answer = control.request(settings, "recall", params, timeout=60)
+        seconds.append(time.perf_counter() - started)
+        assert answer is not None and "hits" in answer, answer
+    return seconds
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def run_size(
+    entries: int | Path, model: Path, trials: int, idle_seconds: float, queries: int
+) -> dict:
+    label = entries if isinstance(entries, int) else entries.name
+    with tempfile.TemporaryDirectory(prefix=f"carryd-bench-{label}-") as temp:
         root = Path(temp) / "root"
-        make_root(root, entries)
+        if isinstance(entries, int):
+            make_root(root, entries)
+            workspace = "proj"
+        else:
+            workspace = prepare_prebuilt(entries, root)
         env = {**os.environ, "CARRYD_MODEL_PATH": str(model), "HF_HUB_OFFLINE": "1"}
         env.pop("CARRYD_CONFIG", None)
         env["XDG_CONFIG_HOME"] = str(Path(temp) / "config")  # defaults only
@@ -121,8 +193,8 @@ def run_size(entries: int, model: Path, trials: int, idle_seconds: float) -> dic
         try:
             wait_for(lambda: read_state(root).get("state") == "running", 1800, "the daemon")
             ready_seconds = time.monotonic() - started
-            carry = root / ".carryd" / "carry" / "proj.md"
-            plan = root / "proj" / "PLAN.md"
+            carry = root / ".carryd" / "carry" / f"{workspace}.md"
+            plan = root / workspace / "PLAN.md"
             wall: list[float] = []
             daemon_times: list[float] = []
             for trial in range(trials):
@@ -146,14 +218,21 @@ def run_size(entries: int, model: Path, trials: int, idle_seconds: float) -> dic
             time.sleep(idle_seconds)
             cpu_used = cpu_seconds(process.pid) - cpu_before
             idle_elapsed = time.monotonic() - idle_start
+            idle_rss = rss_kib(process.pid)
+            latencies = recall_latencies(root, workspace, queries) if queries else [0.0]
             result = {
-                "entries": entries,
+                "entries": label,
                 "indexed_entries": counts_entries,
                 "ready_seconds": round(ready_seconds, 2),
                 "wall_median_s": round(statistics.median(wall), 4),
                 "wall_min_s": round(min(wall), 4),
                 "daemon_median_s": round(statistics.median(daemon_times), 4),
-                "idle_rss_mib": round(rss_kib(process.pid) / 1024, 1),
+                "idle_rss_mib": round(idle_rss / 1024, 1),
+                "rss_after_queries_mib": round(rss_kib(process.pid) / 1024, 1),
+                "recall_p50_ms": round(1000 * statistics.median(latencies), 1),
+                "recall_p95_ms": round(1000 * percentile(latencies, 0.95), 1),
+                "daemon_times_ms": [round(1000 * t, 1) for t in daemon_times],
+                "load_average": [round(x, 1) for x in os.getloadavg()],
                 "idle_cpu_percent": round(100 * cpu_used / idle_elapsed, 3),
                 "idle_seconds": round(idle_elapsed, 1),
                 "embedded_last": state.get("last_sync", {}).get("embedded"),
@@ -172,25 +251,47 @@ def run_size(entries: int, model: Path, trials: int, idle_seconds: float) -> dic
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 10_000])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[100, 10_000])
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     parser.add_argument("--model", type=Path, help="offline model folder (default: build one)")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        action="append",
+        default=[],
+        help="an indexed root to benchmark (a copy of it), after the --sizes (repeatable)",
+    )
+    parser.add_argument("--queries", type=int, default=200, help="recall requests per size")
     args = parser.parse_args()
     model = args.model or build_test_model(Path(tempfile.gettempdir()) / "carryd-bench-model")
+    print(
+        json.dumps(
+            {
+                "cpus": os.cpu_count(),
+                "load_average": [round(x, 1) for x in os.getloadavg()],
+                "note": "a shared machine: read the ratios within this run",
+            }
+        ),
+        flush=True,
+    )
     results = []
-    for size in args.sizes:
-        result = run_size(size, model, args.trials, args.idle_seconds)
+    for size in [*args.sizes, *args.root]:
+        result = run_size(size, model, args.trials, args.idle_seconds, args.queries)
         results.append(result)
         print(json.dumps(result), flush=True)
-    if len(results) >= 2:
-        small, large = results[0], results[-1]
+    small = results[0] if results else None
+    for large in results[1:]:
+        assert small is not None
         print(
             json.dumps(
                 {
+                    "sizes": [small["entries"], large["entries"]],
                     "wall_ratio": round(large["wall_median_s"] / small["wall_median_s"], 3),
-                    "daemon_ratio": round(large["daemon_median_s"] / small["daemon_median_s"], 3),
-                    "target": "within 1.5x",
+                    "edit_work_ratio": round(
+                        large["daemon_median_s"] / small["daemon_median_s"], 3
+                    ),
+                    "target": "daemon work within 1.5x",
                 }
             )
         )
