@@ -67,7 +67,7 @@ log = logging.getLogger(__name__)
 _SEMANTIC_FAILURES = (CarrydError, RuntimeError, ValueError, OSError, sqlite3.Error)
 
 
-_TERM_CACHE_SIZE = 20_000
+_TERM_CACHE_SIZE = 4096
 
 RefreshKind = Literal["full", "log"]
 
@@ -237,11 +237,49 @@ class Recaller:
         snapshot changed)."""
         with self._lock:
             snapshot = self.warm.current()
-            if snapshot is not self._snapshot:
+            previous = self._snapshot
+            if snapshot is not previous:
                 self._snapshot = snapshot
                 self._scopes = {}
-                self._term_postings = {}
+                self._term_postings = (
+                    self._kept_postings(previous, snapshot) if previous is not None else {}
+                )
             return snapshot, self._scopes, self._term_postings
+
+    def _kept_postings(self, previous: Snapshot, snapshot: Snapshot) -> dict[str, TermPostings]:
+        """Given the last snapshot and the new one, return the cached postings still right
+        for the new one: all of them but the terms a changed entry held or holds now, when
+        the row order stayed (an edit). Re-fetching a common term costs its thousands of
+        postings, on every edit, in proportion to the root, not to the change."""
+        if (
+            not self._term_postings
+            or snapshot.row_of is not previous.row_of
+            or snapshot.epoch != previous.epoch
+        ):
+            return {}
+        try:
+            changed = self._store.changes_since(previous.generation, previous.epoch)
+            if changed is None:
+                return {}
+            now = self._store.terms_of(changed) if changed else set()
+        except _SEMANTIC_FAILURES:
+            return {}
+        import numpy as np
+
+        rows = np.asarray(
+            sorted(previous.row_of[i] for i in changed if i in previous.row_of), dtype=np.int64
+        )
+        kept = {}
+        for term, postings in self._term_postings.items():
+            if term in now:
+                continue  # a changed entry holds it now (new tf, or new to it)
+            if rows.size and postings.rows.size:
+                # Rows are ascending: where each changed row would go, and is it there.
+                at = np.minimum(np.searchsorted(postings.rows, rows), postings.rows.size - 1)
+                if (postings.rows[at] == rows).any():
+                    continue  # a changed entry held it
+            kept[term] = postings
+        return kept
 
     def _scope(
         self, snapshot: Snapshot, scopes: dict[str | None, Scope], workspace: str | None

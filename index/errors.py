@@ -11,8 +11,6 @@ class CarrydError(Exception):
     """Base of every error carryd raises on purpose."""
 
 
-
-
 class IndexCorrupt(CarrydError):
     """The index database cannot be used (truncated, corrupt, other schema or model)."""
 
@@ -32,4 +30,3 @@ class UnreadableFile(CarrydError):
 
 class PromptBudgetError(CarrydError):
     """The required segments of a carry alone do not fit the total budget."""
-

@@ -381,6 +381,13 @@ class Store:
         )
         return {row[0]: tuple(row) for row in rows}
 
+    def terms_of(self, ids: Iterable[str]) -> set[str]:
+        """Given entry ids, return every term their postings hold now."""
+        rows = self._query(
+            f"SELECT DISTINCT term FROM postings WHERE entry_id IN {IDS_IN}", (_ids(ids),)
+        )
+        return {row[0] for row in rows}
+
     def _ensure_change_log(self) -> None:
         """Create the change log and its triggers once (a no-op after the first call); the
         generation it starts at goes to meta `change_log_from`."""
