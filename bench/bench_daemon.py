@@ -7,7 +7,8 @@ Not part of CI. Run from the repo root:
 For each size it builds a temp memory root with that many entries (one workspace, files of
 20 entries, plus PLAN.md and the ledger), starts `carryd run` as a subprocess with the real
 offline test model, waits for the start-up reconcile, then edits PLAN.md's current state
-`--trials` times and measures:
+`--trials` times and measures (all sizes' daemons run at once and take turns, edit by edit
+and query by query, so each ratio compares the same minutes of machine load):
 
 - wall latency: from the write until the new token is in the carry file (includes the
   debounce quiet period, `daemon.debounce_ms`, 300 ms by default);
@@ -144,16 +145,15 @@ def prepare_prebuilt(source: Path, root: Path) -> str:
     return workspace
 
 
-def recall_latencies(root: Path, workspace: str, count: int) -> list[float]:
+def recall_latencies(root: Path, workspace: str, count: int, first: int = 0) -> list[float]:
     """Given a root with a running daemon, return the wall seconds of `count` recall
     requests over its socket (alternately whole root and the workspace)."""
     from carryd.daemon import control
     from carryd.daemon.config import Settings
 
     settings = Settings(root=str(root))
-    control.request(settings, "recall", {"query": "warm up"}, timeout=120)
     seconds = []
-    for number in range(count):
+    for number in range(first, first + count):
         query = QUERIES[number % len(QUERIES)] + f" {number % 13}"
         params = {"query": query, "workspace": workspace if number % 2 else None}
         started = time.perf_counter()
@@ -168,85 +168,124 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def run_size(
-    entries: int | Path, model: Path, trials: int, idle_seconds: float, queries: int
-) -> dict:
-    label = entries if isinstance(entries, int) else entries.name
-    with tempfile.TemporaryDirectory(prefix=f"carryd-bench-{label}-") as temp:
-        root = Path(temp) / "root"
+class Running:
+    """One size's root and its daemon, started and measured alongside the other sizes."""
+
+    def __init__(self, entries: int | Path, model: Path, temp: Path) -> None:
+        self.label = entries if isinstance(entries, int) else entries.name
+        self.root = temp / f"root-{self.label}"
         if isinstance(entries, int):
-            make_root(root, entries)
-            workspace = "proj"
+            make_root(self.root, entries)
+            self.workspace = "proj"
         else:
-            workspace = prepare_prebuilt(entries, root)
+            self.workspace = prepare_prebuilt(entries, self.root)
         env = {**os.environ, "CARRYD_MODEL_PATH": str(model), "HF_HUB_OFFLINE": "1"}
         env.pop("CARRYD_CONFIG", None)
-        env["XDG_CONFIG_HOME"] = str(Path(temp) / "config")  # defaults only
-        log = (Path(temp) / "daemon.log").open("wb")
-        started = time.monotonic()
-        process = subprocess.Popen(
-            [sys.executable, "-m", "carryd.daemon.cli", "run", "--root", str(root)],
-            stdout=log,
+        env["XDG_CONFIG_HOME"] = str(temp / f"config-{self.label}")  # defaults only
+        self.log = (temp / f"daemon-{self.label}.log").open("wb")
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "carryd.daemon.cli", "run", "--root", str(self.root)],
+            stdout=self.log,
             stderr=subprocess.STDOUT,
             env=env,
         )
+        self.ready_seconds = 0.0
+        self.wall: list[float] = []
+        self.daemon_times: list[float] = []
+        self.latencies: list[float] = []
+        self.result: dict = {}
+
+    def wait_ready(self) -> None:
+        wait_for(lambda: read_state(self.root).get("state") == "running", 3600, "the daemon")
+        self.ready_seconds = time.monotonic() - self.started
+
+    def edit(self, trial: int) -> None:
+        """Edit PLAN.md's current state; record the wall time to the carry and the daemon's
+        own time for that batch (daemon.json)."""
+        carry = self.root / ".carryd" / "carry" / f"{self.workspace}.md"
+        token = f"t-{self.label}-{trial}"
+        syncs_before = read_state(self.root).get("syncs", 0)
+        begin = time.monotonic()
+        (self.root / self.workspace / "PLAN.md").write_text(PLAN.format(token=token))
+        wait_for(lambda: token in carry.read_text(), 120, "the carry")
+        self.wall.append(time.monotonic() - begin)
+        state = wait_for(
+            lambda: (s := read_state(self.root)).get("syncs", 0) > syncs_before and s,
+            120,
+            "daemon.json",
+        )
+        self.daemon_times.append(state["last_sync"]["seconds"])
+
+    def idle(self, seconds: float) -> None:
+        cpu_before, idle_start = cpu_seconds(self.process.pid), time.monotonic()
+        time.sleep(seconds)
+        cpu_used = cpu_seconds(self.process.pid) - cpu_before
+        idle_elapsed = time.monotonic() - idle_start
+        state = read_state(self.root)
+        self.result = {
+            "entries": self.label,
+            "indexed_entries": state.get("last_sync", {}).get("entries"),
+            "ready_seconds": round(self.ready_seconds, 2),
+            "wall_median_s": round(statistics.median(self.wall), 4),
+            "wall_min_s": round(min(self.wall), 4),
+            "daemon_median_s": round(statistics.median(self.daemon_times), 4),
+            "daemon_times_ms": [round(1000 * t, 1) for t in self.daemon_times],
+            "idle_rss_mib": round(rss_kib(self.process.pid) / 1024, 1),
+            "idle_cpu_percent": round(100 * cpu_used / idle_elapsed, 3),
+            "idle_seconds": round(idle_elapsed, 1),
+            "embedded_last": state.get("last_sync", {}).get("embedded"),
+        }
+
+    def finish(self) -> dict:
+        if self.latencies:
+            self.result["recall_p50_ms"] = round(1000 * statistics.median(self.latencies), 1)
+            self.result["recall_p95_ms"] = round(1000 * percentile(self.latencies, 0.95), 1)
+            self.result["rss_after_queries_mib"] = round(rss_kib(self.process.pid) / 1024, 1)
+        self.result["load_average"] = [round(x, 1) for x in os.getloadavg()]
+        return self.result
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
         try:
-            wait_for(lambda: read_state(root).get("state") == "running", 1800, "the daemon")
-            ready_seconds = time.monotonic() - started
-            carry = root / ".carryd" / "carry" / f"{workspace}.md"
-            plan = root / workspace / "PLAN.md"
-            wall: list[float] = []
-            daemon_times: list[float] = []
-            for trial in range(trials):
-                token = f"t-{entries}-{trial}"
-                syncs_before = read_state(root).get("syncs", 0)
-                begin = time.monotonic()
-                plan.write_text(PLAN.format(token=token))
-                wait_for(lambda t=token: t in carry.read_text(), 60, "the carry")
-                wall.append(time.monotonic() - begin)
-                state = wait_for(
-                    lambda n=syncs_before: (s := read_state(root)).get("syncs", 0) > n and s,
-                    60,
-                    "daemon.json",
-                )
-                daemon_times.append(state["last_sync"]["seconds"])
-                time.sleep(0.5)  # let the next trial start from an idle daemon
-            state = read_state(root)
-            counts_entries = state.get("last_sync", {}).get("entries")
+            code = self.process.wait(120)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait()
+        self.log.close()
+        self.result["exit_code"] = code
+
+
+def run_sizes(
+    sizes: list[int | Path], model: Path, trials: int, idle_seconds: float, queries: int
+) -> list[dict]:
+    """Start every size's daemon, then alternate them edit by edit and query by query, so
+    every ratio compares minutes of the same machine load."""
+    with tempfile.TemporaryDirectory(prefix="carryd-bench-daemon-") as folder:
+        temp = Path(folder)
+        running: list[Running] = []
+        try:
+            for size in sizes:
+                running.append(Running(size, model, temp))
+            for one in running:
+                one.wait_ready()
             time.sleep(2.0)
-            cpu_before, idle_start = cpu_seconds(process.pid), time.monotonic()
-            time.sleep(idle_seconds)
-            cpu_used = cpu_seconds(process.pid) - cpu_before
-            idle_elapsed = time.monotonic() - idle_start
-            idle_rss = rss_kib(process.pid)
-            latencies = recall_latencies(root, workspace, queries) if queries else [0.0]
-            result = {
-                "entries": label,
-                "indexed_entries": counts_entries,
-                "ready_seconds": round(ready_seconds, 2),
-                "wall_median_s": round(statistics.median(wall), 4),
-                "wall_min_s": round(min(wall), 4),
-                "daemon_median_s": round(statistics.median(daemon_times), 4),
-                "idle_rss_mib": round(idle_rss / 1024, 1),
-                "rss_after_queries_mib": round(rss_kib(process.pid) / 1024, 1),
-                "recall_p50_ms": round(1000 * statistics.median(latencies), 1),
-                "recall_p95_ms": round(1000 * percentile(latencies, 0.95), 1),
-                "daemon_times_ms": [round(1000 * t, 1) for t in daemon_times],
-                "load_average": [round(x, 1) for x in os.getloadavg()],
-                "idle_cpu_percent": round(100 * cpu_used / idle_elapsed, 3),
-                "idle_seconds": round(idle_elapsed, 1),
-                "embedded_last": state.get("last_sync", {}).get("embedded"),
-            }
+            for trial in range(trials):
+                for one in running if trial % 2 else reversed(running):
+                    one.edit(trial)
+                    time.sleep(0.5)  # let the next edit start from an idle machine
+            time.sleep(2.0)
+            for one in running:
+                one.idle(idle_seconds)
+            for one in running:
+                recall_latencies(one.root, one.workspace, 1)  # warm up: first query
+            for number in range(queries):
+                for one in running if number % 2 else reversed(running):
+                    one.latencies += recall_latencies(one.root, one.workspace, 1, number)
+            return [one.finish() for one in running]
         finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                code = process.wait(60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                code = process.wait()
-            log.close()
-        result["exit_code"] = code
-        return result
+            for one in running:
+                one.stop()
 
 
 def main() -> int:
@@ -275,10 +314,10 @@ def main() -> int:
         ),
         flush=True,
     )
-    results = []
-    for size in [*args.sizes, *args.root]:
-        result = run_size(size, model, args.trials, args.idle_seconds, args.queries)
-        results.append(result)
+    results = run_sizes(
+        [*args.sizes, *args.root], model, args.trials, args.idle_seconds, args.queries
+    )
+    for result in results:
         print(json.dumps(result), flush=True)
     small = results[0] if results else None
     for large in results[1:]:
