@@ -63,7 +63,7 @@ LEDGER = (
 )
 
 
-def make_root(root: Path, entries: int) -> None:
+def make_root(root: Path, entries: int, distinct: int | None = None) -> None:
     workspace = root / "proj"
     (workspace / "handoff").mkdir(parents=True)
     (workspace / "PLAN.md").write_text(PLAN.format(token="t-start"))
@@ -75,15 +75,65 @@ def make_root(root: Path, entries: int) -> None:
             number = file_number * per_file + entry
             if number >= entries:
                 break
-            a, b, c = (WORDS[(number * k) % len(WORDS)] for k in (1, 7, 13))
+            # With `distinct`, note N repeats note N % distinct word for word (another file).
+            key = number if distinct is None else number % distinct
+            a, b, c = (WORDS[(key * k) % len(WORDS)] for k in (1, 7, 13))
             sections.append(
-                f"## Note {number}: {a} and {b}\n"
-                f"Entry {number} says the {a} talks to the {b} through the {c}; "
-                f"revision {number % 97} of file {file_number}.\n"
+                f"## Note {key}: {a} and {b}\n"
+                f"Entry {key} says the {a} talks to the {b} through the {c}; "
+                f"revision {key % 97} of file {key // per_file}.\n"
             )
         folder = workspace / "notes" / f"{file_number // 50:03d}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"n{file_number:05d}.md").write_text("\n".join(sections))
+
+
+def build_indexed_root(dest: Path, entries: int, distinct: int, model: Path) -> None:
+    """Write a root of `entries` entries whose L0s repeat every `distinct` notes, and index
+    it with the real sync and the real model, embedding each distinct L0 text once (the
+    vectors stored are the model's for exactly those texts). For a 100,000-entry root in
+    minutes: a cold index of 100,000 distinct L0s is bench_index.py's job, and takes most of
+    an hour on a shared machine."""
+    import dataclasses
+
+    import numpy as np
+    from carryd.daemon.config import ModelSettings, Settings
+    from carryd.daemon.indexing import load_embedder_for, sync_root
+
+    make_root(dest, entries, distinct)
+    settings = dataclasses.replace(
+        Settings(root=str(dest)),
+        model=dataclasses.replace(ModelSettings(), model_path=str(model)),
+    )
+    embedder, degraded = load_embedder_for(settings)
+    assert embedder is not None, degraded
+    cache: dict[str, np.ndarray] = {}
+
+    class OncePerText:
+        identity = embedder.identity
+
+        def embed_passages(self, texts):  # type: ignore[no-untyped-def]
+            missing = sorted({text for text in texts if text not in cache})
+            if missing:
+                cache.update(zip(missing, embedder.embed_passages(missing), strict=True))
+            return np.stack([cache[text] for text in texts])
+
+        def embed_query(self, text):  # type: ignore[no-untyped-def]
+            return embedder.embed_query(text)
+
+    started = time.monotonic()
+    report = sync_root(settings, embedder=OncePerText())
+    print(
+        json.dumps(
+            {
+                "built": str(dest),
+                "entries": report.entries,
+                "distinct_l0s_embedded": len(cache),
+                "seconds": round(time.monotonic() - started, 1),
+            }
+        ),
+        flush=True,
+    )
 
 
 def read_state(root: Path) -> dict:
@@ -302,8 +352,18 @@ def main() -> int:
         help="an indexed root to benchmark (a copy of it), after the --sizes (repeatable)",
     )
     parser.add_argument("--queries", type=int, default=200, help="recall requests per size")
+    parser.add_argument(
+        "--build-root",
+        nargs=3,
+        metavar=("DIR", "ENTRIES", "DISTINCT"),
+        help="only write and index a root for --root: ENTRIES entries, DISTINCT distinct L0s",
+    )
     args = parser.parse_args()
     model = args.model or build_test_model(Path(tempfile.gettempdir()) / "carryd-bench-model")
+    if args.build_root:
+        folder, entries, distinct = args.build_root
+        build_indexed_root(Path(folder), int(entries), int(distinct), model)
+        return 0
     print(
         json.dumps(
             {
