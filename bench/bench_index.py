@@ -45,20 +45,28 @@ WORDS = (
 PER_FILE = 20
 
 
-def build_root(root: Path, entries: int, seed: int = 7) -> Path:
-    """Given a folder and an entry count, write a memory root of that many entries."""
-    rng = random.Random(seed)
+def build_root(root: Path, entries: int, seed: int = 7, distinct: int | None = None) -> Path:
+    """Given a folder and an entry count, write a memory root of that many entries (with
+    `distinct`, file N repeats file N mod distinct/20 word for word: each L0 recurs)."""
     files = max(1, entries // PER_FILE)
+    period = files if distinct is None else max(1, distinct // PER_FILE)
+    rng = random.Random(seed)
+    texts: list[str] = []
     for number in range(files):
+        if number >= period:
+            text = texts[number % period]
+        else:
+            lines: list[str] = []
+            for section in range(PER_FILE):
+                heading = " ".join(rng.choices(WORDS, k=rng.randint(3, 7)))
+                sentence = " ".join(rng.choices(WORDS, k=rng.randint(6, 12))).capitalize() + "."
+                detail = " ".join(rng.choices(WORDS, k=rng.randint(20, 60))) + "."
+                lines += [f"## {heading} {number}-{section}", "", sentence + " " + detail, ""]
+            text = "\n".join(lines)
+            texts.append(text)
         folder = root / f"ws{number % 8}"
         folder.mkdir(parents=True, exist_ok=True)
-        lines: list[str] = []
-        for section in range(PER_FILE):
-            heading = " ".join(rng.choices(WORDS, k=rng.randint(3, 7)))
-            sentence = " ".join(rng.choices(WORDS, k=rng.randint(6, 12))).capitalize() + "."
-            detail = " ".join(rng.choices(WORDS, k=rng.randint(20, 60))) + "."
-            lines += [f"## {heading} {number}-{section}", "", sentence + " " + detail, ""]
-        (folder / f"notes-{number:04d}.md").write_text("\n".join(lines), encoding="utf-8")
+        (folder / f"notes-{number:04d}.md").write_text(text, encoding="utf-8")
     return root
 
 
@@ -175,14 +183,24 @@ def cold_throughput(
 
 
 def interleaved_throughput(
-    work: Path, model: Path, entries: int, sample_every: int, keep: Path | None
+    work: Path,
+    model: Path,
+    entries: int,
+    sample_every: int,
+    keep: Path | None,
+    distinct: int | None = None,
 ) -> None:
     """Cold indexing at a size too large to run twice on a shared machine: one cold
     `sync_root`, and after every `sample_every`-th chunk the sync embeds, raw fastembed
     `embed()` on that very chunk's texts (alternately before and after carryd's call), so both
     rates come from the same minutes of machine load. The raw seconds are taken out of the
-    sync's clock."""
-    root = build_root(work / "cold-interleaved", entries)
+    sync's clock.
+
+    With `distinct`, the root's L0s recur (`build_root`) and each distinct text is embedded
+    once: the sync's own work (scan, parse, redact, tokenize, SQLite with 100,000 rows) is
+    measured in full, the embedding of N texts at the rate measured in this run, and the
+    ratio printed is the projection for N distinct L0s (labelled so)."""
+    root = build_root(work / "cold-interleaved", entries, distinct=distinct)
     settings = settings_for(root, model)
     embedder, degraded = load_embedder_for(settings)
     assert embedder is not None, degraded
@@ -190,12 +208,30 @@ def interleaved_throughput(
     prefix = embedder.identity.passage_prefix
     embedder.embed_passages(["warm up the session"])  # a lazy model loads here, off the clock
     list(raw_model.embed([prefix + "warm up the session"]))
-    clock = {"embed": 0.0, "raw": 0.0, "sampled_embed": 0.0, "sampled": 0, "calls": 0}
+    clock = {
+        "embed": 0.0,
+        "raw": 0.0,
+        "sampled_embed": 0.0,
+        "sampled": 0,
+        "calls": 0,
+        "embedded": 0,
+        "asked": 0,
+    }
+    memo: dict[str, np.ndarray] = {}
 
     class InterleavedEmbedder:
         identity = embedder.identity
 
         def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+            if distinct is not None:
+                clock["asked"] += len(texts)
+                missing = sorted({text for text in texts if text not in memo})
+                if missing:
+                    memo.update(zip(missing, self._embed(missing), strict=True))
+                return np.stack([memo[text] for text in texts])
+            return self._embed(texts)
+
+        def _embed(self, texts: Sequence[str]) -> np.ndarray:
             call = int(clock["calls"])
             clock["calls"] += 1
             sampled = call % sample_every == 0
@@ -206,6 +242,7 @@ def interleaved_throughput(
             matrix = embedder.embed_passages(texts)
             seconds = time.perf_counter() - started
             clock["embed"] += seconds
+            clock["embedded"] += len(texts)
             if sampled:
                 clock["sampled_embed"] += seconds
                 clock["sampled"] += len(texts)
@@ -223,8 +260,19 @@ def interleaved_throughput(
     report = sync_root(settings, embedder=InterleavedEmbedder())
     total = time.perf_counter() - started
     sync_seconds = total - clock["raw"]
-    ours = report.embedded / sync_seconds
     raw = clock["sampled"] / clock["raw"]
+    if distinct is not None:
+        # The sync's own seconds as measured, plus embedding every entry's L0 at the rate
+        # carryd's embedder had in this run.
+        own = sync_seconds - clock["embed"]
+        embed_rate = clock["embedded"] / clock["embed"]
+        sync_seconds = own + report.entries / embed_rate
+        print(
+            f"    {report.entries} entries, {int(clock['embedded'])} distinct L0s embedded; "
+            f"the sync's own work (no embedding): {own:.1f} s, "
+            f"{1000 * own / report.entries:.2f} ms an entry; PROJECTED for all distinct:"
+        )
+    ours = report.entries / sync_seconds
     print(
         f"(1) cold indexing, {report.entries} entries, one run, raw fastembed on every "
         f"{sample_every}th chunk interleaved ({int(clock['sampled'])} L0s); load average "
@@ -239,8 +287,11 @@ def interleaved_throughput(
         "    carryd embedder / raw on the same sampled chunks "
         f"{clock['raw'] / clock['sampled_embed']:.2f}"
     )
+    embed_seconds = (
+        clock["embed"] if distinct is None else report.entries * clock["embed"] / clock["embedded"]
+    )
     print(
-        f"    share of sync time spent embedding: {clock['embed'] / sync_seconds:.2f}  "
+        f"    share of sync time spent embedding: {embed_seconds / sync_seconds:.2f}  "
         "(the rest is scan, parse, redact, tokenize, SQLite)"
     )
     if keep is not None and not keep.exists():
@@ -320,6 +371,13 @@ def main() -> int:
         metavar="N",
         help="cold: one sync, raw fastembed on every Nth chunk in the same run (for 100,000)",
     )
+    parser.add_argument(
+        "--distinct",
+        type=int,
+        metavar="K",
+        help="with --interleave: L0s recur every K entries, each embedded once; the ratio "
+        "is projected from the measured sync work and embedding rate",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="carryd-bench-") as folder:
         work = Path(folder)
@@ -327,7 +385,9 @@ def main() -> int:
         print("load average at start: {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()))
         print(f"cpus: {os.cpu_count()} (a shared machine: read ratios, not absolute rates)")
         if args.interleave:
-            interleaved_throughput(work, model, args.entries, args.interleave, args.keep)
+            interleaved_throughput(
+                work, model, args.entries, args.interleave, args.keep, args.distinct
+            )
         else:
             cold_throughput(
                 work, model, args.entries, args.repeats, quick=args.quick, keep=args.keep
