@@ -38,6 +38,7 @@ from carryd.daemon.errors import UsageError
 from carryd.daemon.files import write_atomic
 from carryd.daemon.layout import check_workspace, list_workspaces
 from carryd.daemon.recall_access import LocalRecall, RecallAccess
+from carryd.daemon.scan import outside_root
 from carryd.daemon.version import carryd_version
 from carryd.index.errors import PromptBudgetError
 from carryd.index.redact import redact
@@ -181,10 +182,11 @@ def _planned(
 ) -> BuiltCarry:
     root = settings.root_path
     sources: list[SourceFile] = []
-    ledger_text = _read_text(root, paths["ledger"], sources)
-    plan_text = _read_text(root, paths["plan"], sources)
+    follow = settings.index.follow_links_outside_root
+    ledger_text = _read_text(root, paths["ledger"], sources, follow=follow)
+    plan_text = _read_text(root, paths["plan"], sources, follow=follow)
     warnings: list[str] = []
-    sidecar_text = _read_sidecar(root, paths["sidecar"], sources, warnings)
+    sidecar_text = _read_sidecar(root, paths["sidecar"], sources, warnings, follow=follow)
     inputs = CarryInputs(
         workspace=workspace,
         discipline=settings.carry.discipline,
@@ -237,8 +239,9 @@ def _flat(
     """
     root = settings.root_path
     sources: list[SourceFile] = []
-    ledger_text = _read_lenient(root, paths["ledger"], sources)
-    plan_text = _read_lenient(root, paths["plan"], sources)
+    follow = settings.index.follow_links_outside_root
+    ledger_text = _read_lenient(root, paths["ledger"], sources, follow=follow)
+    plan_text = _read_lenient(root, paths["plan"], sources, follow=follow)
     flat_inputs = FlatInputs(
         workspace=workspace,
         discipline=settings.carry.discipline,
@@ -291,10 +294,15 @@ def _source_file(relative: str, data: bytes, stat: os.stat_result) -> SourceFile
     return SourceFile(relative, hashlib.sha256(data).hexdigest(), len(data), stat.st_mtime)
 
 
-def _read_text(root: Path, relative: str, sources: list[SourceFile]) -> str | None:
-    """Given a source's path, return its text (None when absent); unreadable or not UTF-8 raises."""
+def _read_text(
+    root: Path, relative: str, sources: list[SourceFile], *, follow: bool = False
+) -> str | None:
+    """Given a source's path, return its text (None when absent, or a link out of the root
+    unless `follow`); unreadable or not UTF-8 raises."""
     path = root / relative
     if not path.exists() and not path.is_symlink():
+        return None
+    if not follow and outside_root(root, path, relative) is not None:
         return None
     data = path.read_bytes()
     sources.append(_source_file(relative, data, path.stat()))
@@ -302,11 +310,14 @@ def _read_text(root: Path, relative: str, sources: list[SourceFile]) -> str | No
 
 
 def _read_sidecar(
-    root: Path, relative: str, sources: list[SourceFile], warnings: list[str]
+    root: Path, relative: str, sources: list[SourceFile], warnings: list[str], *, follow: bool
 ) -> str | None:
     """Given the sidecar's path, return its text; any problem is a warning, never an error."""
     path = root / relative
     if not path.exists() and not path.is_symlink():
+        return None
+    if not follow and (outside := outside_root(root, path, relative)) is not None:
+        warnings.append(f"sidecar: {outside.reason}")
         return None
     try:
         data = path.read_bytes()
@@ -317,9 +328,14 @@ def _read_sidecar(
         return None
 
 
-def _read_lenient(root: Path, relative: str, sources: list[SourceFile]) -> str | None:
-    """Given a source's path, return its text with bad bytes replaced (None if unreadable)."""
+def _read_lenient(
+    root: Path, relative: str, sources: list[SourceFile], *, follow: bool = False
+) -> str | None:
+    """Given a source's path, return its text with bad bytes replaced (None if unreadable or
+    a link out of the root unless `follow`)."""
     path = root / relative
+    if not follow and outside_root(root, path, relative) is not None:
+        return None
     try:
         data = path.read_bytes()
         sources.append(_source_file(relative, data, path.stat()))

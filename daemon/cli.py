@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from carryd.daemon.errors import ConfigError, UsageError
 from carryd.daemon.hosts import HOSTS, event_names
 from carryd.daemon.version import carryd_version
-from carryd.index.errors import CarrydError
+from carryd.index.errors import CarrydError, describe_os_error
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +209,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as error:
+        # A full or read-only disk, a denied permission: a message, not a traceback.
+        print(f"carryd: {describe_os_error(error)}", file=sys.stderr)
+        return 1
 
 
 def _setup_logging(args: argparse.Namespace) -> None:

@@ -38,6 +38,9 @@ class IndexSettings:
     max_file_bytes: int = 8_000_000
     # Folder names skipped anywhere under the root (besides `state_dir`, always skipped).
     ignore_dirs: tuple[str, ...] = (".git", ".obsidian", "node_modules", ".trash")
+    # Index a file or folder whose real path (after symbolic links) lies outside the root.
+    # Off: a cloned memory repo must not pull ~/.aws/credentials into carries and recall.
+    follow_links_outside_root: bool = False
 
 
 @dataclass(frozen=True)
@@ -231,16 +234,51 @@ _NOT_KEYS = frozenset({"config_file", "model_keys_written"})
 
 
 def parse_settings(data: Mapping[str, Any], *, source: str = "config") -> Settings:
-    """Given parsed TOML, return `Settings`; raise one ConfigError naming every unknown key
-    and wrong value in it (key path and reason each), as borgmatic's validation does."""
+    """Given parsed TOML, return `Settings`; raise one ConfigError naming every unknown key,
+    wrong value and path that would leave the root (key path and reason each), as
+    borgmatic's validation does."""
     problems: list[str] = []
-    settings = _build(Settings, data, prefix="", problems=problems)
+    settings = typing.cast(Settings, _build(Settings, data, prefix="", problems=problems))
+    _check_name(settings.index.state_dir, key="index.state_dir", problems=problems)
+    for project, workspace in settings.workspaces.items():
+        _check_name(workspace, key=f'workspaces."{project}"', problems=problems)
+    carry = settings.carry
+    for name in ("plan_file", "ledger_file", "sidecar_file", "archive_dir"):
+        _check_inside(getattr(carry, name), key=f"carry.{name}", problems=problems)
     if problems:
         if len(problems) == 1:
             raise ConfigError(f"{source}: {problems[0]}")
         listed = "\n".join(f"  {problem}" for problem in problems)
         raise ConfigError(f"{source}: {len(problems)} problems:\n{listed}")
-    return typing.cast(Settings, settings)
+    return settings
+
+
+def _check_name(value: str, *, key: str, problems: list[str]) -> None:
+    """Given a folder name from the config, add a problem unless it names one folder
+    directly inside the root (not absolute, no `..`, no separator)."""
+    if (
+        not value
+        or value in (".", "..")
+        or "/" in value
+        or "\\" in value
+        or "\0" in value
+        or os.path.isabs(value)
+    ):
+        problems.append(
+            f"at '{key}': must be a folder name inside the memory root "
+            f"(no '/', '..' or absolute path), got {value!r}"
+        )
+
+
+def _check_inside(value: str, *, key: str, problems: list[str]) -> None:
+    """Given a path relative to a workspace, add a problem when it is absolute or climbs
+    out with `..`."""
+    parts = value.replace("\\", "/").split("/")
+    if not value or os.path.isabs(value) or ".." in parts or "\0" in value:
+        problems.append(
+            f"at '{key}': must be a path inside the workspace folder "
+            f"(relative, no '..'), got {value!r}"
+        )
 
 
 def _build(cls: type[Any], data: object, *, prefix: str, problems: list[str]) -> Any:

@@ -19,7 +19,11 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
     `mode` sets the new file's permission bits; None keeps an existing file's bits (a user's
     PLAN.md stays as it was) and gives a new file 0600 (carryd's own state is owner-only).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # A new folder takes its parent's permissions (inside `.carryd/`, 0700), not the umask's.
+        with contextlib.suppress(OSError):
+            os.chmod(path.parent, path.parent.parent.stat().st_mode & 0o777)
     if mode is None and path.exists():
         mode = path.stat().st_mode & 0o7777
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -255,7 +255,12 @@ def _read_changes(
     kept = set() if lexicon_stale else set(file_plan.unchanged)
     work.unchanged = len(kept)
     for path in to_read:
-        content = read_markdown(root, path, settings.index.max_file_bytes)
+        content = read_markdown(
+            root,
+            path,
+            settings.index.max_file_bytes,
+            follow_links_outside_root=settings.index.follow_links_outside_root,
+        )
         if content is None:
             continue
         if isinstance(content, Problem):

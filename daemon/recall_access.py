@@ -118,6 +118,12 @@ class LocalRecall:
         self._opened = store
         if self._missing_index == "fail" and store.recovered:
             raise IndexCorrupt(f"{db_path}: index was unusable: {store.recovered}")
+        if store.recovered:
+            # A corrupt index was moved aside: say so, and rebuild rather than answer from an
+            # empty index as if nothing were remembered.
+            log.warning("%s", store.recovered)
+        # An empty file is an empty database (created): build it like a missing one.
+        self._fresh_index = self._fresh_index or store.created
         return store
 
     def answer(

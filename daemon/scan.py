@@ -4,6 +4,8 @@
   never entering `<state_dir>` (top level) or any folder named in `index.ignore_dirs`. Symlinked
   folders are followed, but a link back to one of its own ancestors (a loop) or to a folder
   already walked is reported and not entered: the walk tracks folders by (device, inode).
+  A file or folder whose real path lies outside the root (`ln -s /etc/passwd notes.md`,
+  `ln -s ~/.aws aws`) is reported as skipped unless `index.follow_links_outside_root`.
 - `scan_paths` does the same for a few paths a watcher reported (files or folders).
 - `read_markdown` reads one file: it returns its text and hashes, or the `Problem` that makes it
   unindexable (binary, not UTF-8, over `max_file_bytes`, unreadable, not a regular file, a broken
@@ -36,6 +38,7 @@ ProblemCode = Literal[
     "symlink_loop",
     "duplicate_folder",
     "duplicate_id",
+    "outside_root",
 ]
 
 MARKDOWN_SUFFIX = ".md"
@@ -92,6 +95,8 @@ def scan_paths(root: Path, paths: Iterable[str], settings: IndexSettings) -> Sca
         if not in_scope(relative, settings):
             continue
         full = walker.root / relative
+        if not walker.inside(full, relative):
+            continue
         try:
             info = os.stat(full)
         except OSError as error:
@@ -117,10 +122,17 @@ def in_scope(relative: str, settings: IndexSettings) -> bool:
     )
 
 
-def read_markdown(root: Path, relative: str, max_file_bytes: int) -> FileContent | Problem | None:
+def read_markdown(
+    root: Path, relative: str, max_file_bytes: int, *, follow_links_outside_root: bool = False
+) -> FileContent | Problem | None:
     """Given the root, a relative path and the size limit, return the file's content, the
     problem that makes it unindexable, or None when it no longer exists."""
     full = Path(root) / relative
+    if not follow_links_outside_root:
+        # Checked again here, not only by the scan: a link may be swapped in between.
+        outside = outside_root(Path(root), full, relative)
+        if outside is not None:
+            return outside
     try:
         # O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
         descriptor = os.open(full, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -173,6 +185,21 @@ def read_markdown(root: Path, relative: str, max_file_bytes: int) -> FileContent
     )
 
 
+def outside_root(root: Path, full: Path, relative: str) -> Problem | None:
+    """Given the root, a path under it and that path relative to the root, return the problem
+    when symbolic links lead the path out of the root (None: its real path is inside)."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(full)
+    if real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep):
+        return None
+    return Problem(
+        relative,
+        f"symbolic link to {real}, outside the memory root; not indexed "
+        "(set index.follow_links_outside_root = true to index it)",
+        "outside_root",
+    )
+
+
 def _too_large(relative: str, size: int, limit: int) -> Problem:
     return Problem(
         relative,
@@ -201,6 +228,16 @@ class _Walker:
 
     def result(self) -> ScanResult:
         return ScanResult(files=dict(sorted(self.files.items())), problems=tuple(self.problems))
+
+    def inside(self, full: Path, relative: str) -> bool:
+        """Given a path and its relative form, return whether it may be indexed (its real
+        path is inside the root, or the settings allow outside); report it when not."""
+        if self.settings.follow_links_outside_root:
+            return True
+        problem = outside_root(self.root, full, relative)
+        if problem is not None:
+            self.problems.append(problem)
+        return problem is None
 
     def ancestors_of(self, relative: str) -> tuple[tuple[int, int], ...]:
         chain: list[tuple[int, int]] = []
@@ -274,6 +311,13 @@ class _Walker:
             child_relative = f"{relative}/{child.name}" if relative else child.name
             if not relative and child.name == self.settings.state_dir:
                 continue
+            if child.is_symlink():
+                if child.name in self.settings.ignore_dirs:
+                    continue
+                if not (os.path.isdir(child.path) or is_markdown(child.name)):
+                    continue
+                if not self.inside(Path(child.path), child_relative):
+                    continue
             try:
                 is_folder = child.is_dir(follow_symlinks=True)
             except OSError:

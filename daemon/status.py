@@ -52,8 +52,14 @@ def index_counts(settings: Settings) -> dict[str, int] | None:
     """Given settings, return the index's counts, or None when there is no index yet."""
     if not settings.db_path.exists():
         return None
-    from carryd.index.store import Store
+    from carryd.index.errors import IndexCorrupt
+    from carryd.index.store import Store, diagnose
 
+    # Status only looks: a corrupt index is reported (and left for `carryd index` to move
+    # aside and rebuild), never replaced by an empty one that then reads as healthy.
+    verdict = diagnose(settings.db_path)
+    if verdict is not None:
+        raise IndexCorrupt(f"{settings.db_path} is {verdict[1]}; run `carryd index` to rebuild it")
     with Store.open(settings.db_path) as store:
         return dict(store.counts())
 
@@ -81,7 +87,7 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
         carry_report(settings, workspace, checked_at=checked.get(workspace), now=now)
         for workspace in list_workspaces(settings)
     ]
-    problems = _problems(model, carries)
+    problems = _problems(daemon, model, carries)
     return {
         "healthy": not problems,
         "problems": problems,
@@ -138,9 +144,13 @@ def _model_section(
     return {"identity": model_identity_text(settings), "loaded": False, "degraded": reason}
 
 
-def _problems(model: dict[str, Any], carries: list[dict[str, Any]]) -> list[str]:
-    """Given the model and carry sections, return what makes the status unhealthy."""
+def _problems(
+    daemon: dict[str, Any], model: dict[str, Any], carries: list[dict[str, Any]]
+) -> list[str]:
+    """Given the daemon, model and carry sections, return what makes the status unhealthy."""
     problems: list[str] = []
+    if daemon.get("index_error"):
+        problems.append(f"index: {daemon['index_error']}")
     if model.get("degraded"):
         problems.append(f"model degraded: {model['degraded']}")
     for carry in carries:

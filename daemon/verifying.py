@@ -150,7 +150,12 @@ def _verify(settings: Settings, store: Store) -> VerifyReport:
             Difference("entry_without_file", path, f"{len(rows_by_path[path])} entries")
         )
     for path in sorted(set(records) & set(scan.files)):
-        content = read_markdown(root, path, settings.index.max_file_bytes)
+        content = read_markdown(
+            root,
+            path,
+            settings.index.max_file_bytes,
+            follow_links_outside_root=settings.index.follow_links_outside_root,
+        )
         if content is None or isinstance(content, Problem):
             reason = content.reason if isinstance(content, Problem) else "gone"
             differences.append(Difference("indexed_file_unreadable", path, reason))

@@ -7,9 +7,10 @@ The callback only classifies and enqueues (no IO, no sync). `changes_for` is the
 - An editor's atomic save (write a temp file, rename it over the original) arrives as a
   move whose destination is the Markdown file: the destination is enqueued, the temp ignored.
 - A move enqueues both paths (the source is deleted, the destination created).
-- A folder that appears (created, moved in) or leaves (deleted, moved out) is handed to the
-  sync as a folder: it walks one that exists and drops every indexed file under one that
-  does not, without relying on per-file events the OS may never send.
+- A folder that appears (created, moved in, or a symbolic link to one created) or leaves
+  (deleted, moved out) is handed to the sync as a folder: it walks one that exists and drops
+  every indexed file under one that does not, without relying on per-file events the OS may
+  never send.
 """
 
 from __future__ import annotations
@@ -124,11 +125,27 @@ class Watcher:
     def dispatch(self, event: Any) -> None:
         """The watchdog callback: classify and enqueue, nothing else."""
         settings = self._settings
+        source = os.fsdecode(event.src_path)
+        destination = os.fsdecode(getattr(event, "dest_path", "") or "")
+        is_directory = event.is_directory
+        if not is_directory and event.event_type in ("created", "moved"):
+            # A symbolic link to a folder arrives as a file event: one lstat tells, so the new
+            # folder is walked now rather than at the next reconcile.
+            landed = destination if event.event_type == "moved" else source
+            is_directory = os.path.islink(landed) and os.path.isdir(landed)
+        elif not is_directory and event.event_type == "deleted":
+            # What a deleted path was can no longer be asked; if it is no Markdown file it may
+            # have been a link to a folder, so the sync drops whatever was indexed under it
+            # (nothing, for an editor's temp file: then it writes nothing).
+            relative = relative_path(self._root, source)
+            is_directory = relative is not None and not is_relevant_file(
+                relative, settings.carry.sidecar_file
+            )
         changes = changes_for(
             event.event_type,
-            os.fsdecode(event.src_path),
-            os.fsdecode(getattr(event, "dest_path", "") or ""),
-            event.is_directory,
+            source,
+            destination,
+            is_directory,
             root=self._root,
             state_dir=settings.index.state_dir,
             ignore_dirs=settings.index.ignore_dirs,

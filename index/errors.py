@@ -6,6 +6,8 @@ The core's errors live here; the daemon's (`ConfigError`, `UsageError`, `DaemonR
 
 from __future__ import annotations
 
+import errno
+
 
 class CarrydError(Exception):
     """Base of every error carryd raises on purpose."""
@@ -13,6 +15,11 @@ class CarrydError(Exception):
 
 class IndexCorrupt(CarrydError):
     """The index database cannot be used (truncated, corrupt, other schema or model)."""
+
+
+class IndexUnavailable(CarrydError):
+    """The index cannot be read or written for a reason outside it: the disk is full, the file
+    system is read-only, permission is denied. The index itself is fine and is never moved."""
 
 
 class EmbedderUnavailable(CarrydError):
@@ -30,3 +37,15 @@ class UnreadableFile(CarrydError):
 
 class PromptBudgetError(CarrydError):
     """The required segments of a carry alone do not fit the total budget."""
+
+
+def describe_os_error(error: OSError, *, name_the_file: bool = True) -> str:
+    """Given an OSError, return one line naming the file, what went wrong and the fix."""
+    where = f"{error.filename}: " if error.filename and name_the_file else ""
+    if error.errno == errno.ENOSPC:
+        return f"{where}the disk is full; free space and run the command again"
+    if error.errno == errno.EROFS:
+        return f"{where}the file system is read-only; carryd writes its state there: mount it rw"
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return f"{where}permission denied; give the user running carryd read and write access"
+    return f"{where}{error.strerror or error}"

@@ -15,6 +15,16 @@ files on expand. `Store.open` never leaves a caller with an unusable index: a tr
 corrupt file, or one of another schema version, is moved aside (`index.sqlite.corrupt-<UTC>`,
 `.old-schema-<UTC>`, never deleted) and a fresh index is built; `.recovered` says what happened.
 
+Corruption is only what SQLite itself calls corrupt (SQLITE_CORRUPT, SQLITE_NOTADB, a failed
+`quick_check`, a header that is not SQLite's). A full disk, a read-only file system and a
+denied permission are not: the index is left where it is and `IndexUnavailable` names the cause
+(an empty file is an empty database, not a truncated one). A transaction SQLite already rolled
+back (it does on SQLITE_FULL) is not rolled back again, so the error a caller sees is the cause.
+
+Permissions: the state folder is 0700 and every file in it (the index with its `-wal` and
+`-shm`, carries, manifests, state files) 0600, whatever the umask; `Store.open` makes an
+existing install so. SQLite gives the `-wal`/`-shm` files the mode of the database file.
+
 One writer (the sync) and any number of reader threads: writes go through their own connection
 in one transaction per `Batch`; reads use a second connection (SQLite is built serialized here,
 `sqlite3.threadsafety == 3`) and always drain their cursors, so each read sees the latest commit.
@@ -22,10 +32,12 @@ in one transaction per `Batch`; reads use a second connection (SQLite is built s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,7 +46,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from carryd.index.entries import L0Source
-from carryd.index.errors import IndexCorrupt
+from carryd.index.errors import IndexCorrupt, IndexUnavailable, describe_os_error
 from carryd.index.sync import EntryRow, FileRecord
 
 if TYPE_CHECKING:
@@ -160,48 +172,50 @@ class Store:
         self._write = write
         self._read = read
         self.recovered = recovered
+        # This open made the schema: the index is new, empty or was just moved aside.
+        self.created = False
+        # Why the index could only be opened read-only (a full or read-only disk), else None.
+        self.read_only: str | None = None
         self._live_key: str | None = None
 
     # -- opening and recovery ---------------------------------------------------------------
 
     @classmethod
     def open(cls, db_path: Path) -> Store:
-        """Given the index path, return an open store (moving a bad file aside and rebuilding).
+        """Given the index path, return an open store (moving a corrupt file aside and
+        rebuilding).
 
-        Raises IndexCorrupt only when even a fresh index cannot be created there.
+        Raises IndexUnavailable when the disk, the file system or a permission keeps the index
+        from being opened (the file stays as it is), IndexCorrupt only when even a fresh index
+        cannot be created there.
         """
         db_path = Path(db_path)
         try:
-            db_path.parent.mkdir(parents=True, exist_ok=True)
+            db_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as error:
-            raise IndexCorrupt(
-                f"{db_path.parent}: cannot create the index folder: {error.strerror}"
+            raise IndexUnavailable(
+                f"{db_path.parent}: cannot create the index folder: {_os_cause(error)}"
             ) from error
-        recovered: str | None = None
+        secure_state_folder(db_path.parent)
         live_key = str(db_path.resolve())
         in_use_here = _LIVE.get(live_key, 0) > 0
-        if not db_path.exists() and not in_use_here:
-            _move_orphans(db_path)
-        verdict = None if in_use_here else diagnose(db_path)
-        if verdict is not None:
-            kind, detail = verdict
-            aside = _move_aside(db_path, kind)
-            recovered = f"{db_path.name} was {detail}: moved to {aside.name}, rebuilding the index"
-            # INFO: callers surface `.recovered` themselves (the CLI prints it, the daemon logs it).
-            log.info("%s", recovered)
+        read_only: str | None = None
         try:
-            write = _connect(db_path)
-            _ensure_schema(write)
-            read = _connect(db_path)
-            read.execute("PRAGMA query_only = ON")
-        except sqlite3.DatabaseError as error:
-            raise IndexCorrupt(
-                f"{db_path}: cannot create the index ({error}); check the folder's permissions "
-                "and free space, or delete the file"
-            ) from error
+            write, read, recovered, created = _open_read_write(db_path, in_use_here)
+        except IndexUnavailable as unavailable:
+            # A full or read-only disk: an index whose log is checkpointed can still be read
+            # (recall, expand, status); every write then names the cause.
+            connections = _read_only_connections(db_path)
+            if connections is None:
+                raise
+            write, read = connections
+            recovered, created, read_only = None, False, str(unavailable)
+            log.info("%s; opened it read-only", unavailable)
         _LIVE[live_key] = _LIVE.get(live_key, 0) + 1
         store = cls(db_path, write, read, recovered)
         store._live_key = live_key
+        store.created = created
+        store.read_only = read_only
         return store
 
     def close(self) -> None:
@@ -413,7 +427,7 @@ class Store:
                 )
                 connection.execute("COMMIT")
             except BaseException:
-                connection.execute("ROLLBACK")
+                _rollback(connection)
                 raise
         self._change_log_ready = connection
 
@@ -521,7 +535,6 @@ class Store:
 
     def apply(self, batch: Batch) -> int:
         """Given a batch, write all of it in one transaction and return the new generation."""
-        self._ensure_change_log()
         connection = self._write
         rows = len(batch.upsert_entries) + sum(len(counts) for _, counts in batch.postings)
         large = rows > LARGE_BATCH_ROWS
@@ -530,6 +543,7 @@ class Store:
             # spends most of its SQLite time re-reading pages. The memory is given back below.
             connection.execute(f"PRAGMA cache_size = -{LARGE_BATCH_CACHE_KIB}")
         try:
+            self._ensure_change_log()  # inside: a full or read-only disk is told as such
             connection.execute("BEGIN IMMEDIATE")
             try:
                 _apply(connection, batch)
@@ -538,11 +552,13 @@ class Store:
                 )
                 connection.execute("COMMIT")
             except BaseException:
-                connection.execute("ROLLBACK")
+                _rollback(connection)
                 raise
         except sqlite3.DatabaseError as error:
             if _is_corruption(error):
                 raise IndexCorrupt(f"{self.path}: {error}; it will be rebuilt") from error
+            if _sqlite_code(error) in _DISK_CODES:
+                raise _unavailable(self.path, error) from error
             raise
         finally:
             if large:
@@ -565,7 +581,75 @@ class Store:
         except sqlite3.DatabaseError as error:
             if _is_corruption(error):
                 raise IndexCorrupt(f"{self.path}: {error}; it will be rebuilt") from error
+            if _sqlite_code(error) in _DISK_CODES:
+                raise _unavailable(self.path, error) from error
             raise
+
+
+def _open_read_write(
+    db_path: Path, in_use_here: bool
+) -> tuple[sqlite3.Connection, sqlite3.Connection, str | None, bool]:
+    """Given the index path, return (write, read, what recovery did, whether the schema was
+    made), moving a corrupt file aside first."""
+    recovered: str | None = None
+    if not db_path.exists() and not in_use_here:
+        _move_orphans(db_path)
+    verdict = None if in_use_here else diagnose(db_path)
+    if verdict is not None:
+        kind, detail = verdict
+        aside = _move_aside(db_path, kind)
+        recovered = f"{db_path.name} was {detail}: moved to {aside.name}, rebuilding the index"
+        # INFO: callers surface `.recovered` themselves (the CLI prints it, the daemon logs it).
+        log.info("%s", recovered)
+    try:
+        _create_private(db_path)
+        write = _connect(db_path)
+        created = _ensure_schema(write)
+        read = _connect(db_path)
+        read.execute("PRAGMA query_only = ON")
+    except sqlite3.DatabaseError as error:
+        if _is_corruption(error):
+            raise IndexCorrupt(
+                f"{db_path}: cannot create the index ({error}); move the file aside"
+            ) from error
+        raise _unavailable(db_path, error) from error
+    except OSError as error:
+        raise IndexUnavailable(f"{db_path}: {_os_cause(error)}") from error
+    return write, read, recovered, created
+
+
+def _read_only_connections(
+    db_path: Path,
+) -> tuple[sqlite3.Connection, sqlite3.Connection] | None:
+    """Given an index SQLite cannot open for writing, return two read-only connections to it,
+    or None. Only when its write-ahead log is empty or gone (everything is in the main file):
+    `immutable` reads need no `-shm`, which a full or read-only disk cannot provide."""
+    from urllib.parse import quote
+
+    wal = db_path.with_name(db_path.name + "-wal")
+    try:
+        if db_path.stat().st_size < 100 or (wal.exists() and wal.stat().st_size > 0):
+            return None
+    except OSError:
+        return None
+    uri = f"file:{quote(str(db_path))}?mode=ro&immutable=1"
+    connections: list[sqlite3.Connection] = []
+    try:
+        for _ in range(2):
+            connection = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False
+            )
+            connections.append(connection)
+            row = connection.execute(
+                "SELECT value FROM meta WHERE key = 'schema_version'"
+            ).fetchone()
+            if row is None or str(row[0]) != str(SCHEMA_VERSION):
+                raise sqlite3.DatabaseError("not an index of this schema")
+    except sqlite3.Error:
+        for connection in connections:
+            connection.close()
+        return None
+    return connections[0], connections[1]
 
 
 def _apply(connection: sqlite3.Connection, batch: Batch) -> None:
@@ -635,18 +719,27 @@ def _apply(connection: sqlite3.Connection, batch: Batch) -> None:
 
 
 def diagnose(db_path: Path) -> tuple[AsideKind, str] | None:
-    """Given an index path, return why it cannot be used as is (None: usable or absent)."""
+    """Given an index path, return why it must be rebuilt (None: usable, empty or absent).
+
+    Raises IndexUnavailable when the file cannot be checked for a reason outside it (disk,
+    file system, permission): that is no verdict on the index, which stays where it is.
+    """
     try:
         size = db_path.stat().st_size
     except FileNotFoundError:
         return None
     except OSError as error:
-        return "corrupt", f"unreadable ({error.strerror})"
+        raise IndexUnavailable(f"{db_path}: {_os_cause(error)}") from error
+    if size == 0:
+        wal = db_path.with_name(db_path.name + "-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            return "corrupt", "truncated (0 bytes, with a write-ahead log to replay)"
+        return None  # SQLite's empty database (what a full disk leaves of a fresh index)
     try:
         with db_path.open("rb") as handle:
             header = handle.read(100)
     except OSError as error:
-        return "corrupt", f"unreadable ({error.strerror})"
+        raise IndexUnavailable(f"{db_path}: {_os_cause(error)}") from error
     if len(header) < 100:
         return "corrupt", f"truncated ({size} bytes)"
     if not header.startswith(SQLITE_MAGIC):
@@ -654,7 +747,9 @@ def diagnose(db_path: Path) -> tuple[AsideKind, str] | None:
     try:
         connection = sqlite3.connect(f"file:{db_path}?mode=rw", uri=True, timeout=10)
     except sqlite3.Error as error:
-        return "corrupt", f"not openable ({error})"
+        if isinstance(error, sqlite3.DatabaseError) and _is_corruption(error):
+            return "corrupt", f"not openable ({error})"
+        raise _unavailable(db_path, error) from error
     try:
         check = connection.execute("PRAGMA quick_check").fetchall()
         if check != [("ok",)]:
@@ -668,12 +763,12 @@ def diagnose(db_path: Path) -> tuple[AsideKind, str] | None:
         version = row[0] if row else None
         if str(version) != str(SCHEMA_VERSION):
             return "old-schema", f"schema version {version}, not {SCHEMA_VERSION}"
-    except sqlite3.OperationalError as error:
-        if "locked" in str(error) or "busy" in str(error):
-            return None  # another carryd is writing: the file is fine
-        return "corrupt", f"corrupt ({error})"
     except sqlite3.DatabaseError as error:
-        return "corrupt", f"corrupt ({error})"
+        if _is_corruption(error):
+            return "corrupt", f"corrupt ({error})"
+        if _sqlite_code(error) in (5, 6):  # busy, locked: another carryd is writing
+            return None
+        raise _unavailable(db_path, error) from error
     finally:
         connection.close()
     return None
@@ -725,19 +820,20 @@ def _connect(db_path: Path) -> sqlite3.Connection:
     return connection
 
 
-def _ensure_schema(connection: sqlite3.Connection) -> None:
+def _ensure_schema(connection: sqlite3.Connection) -> bool:
+    """Given the write connection, create the schema when absent; return whether it did."""
     has_meta = connection.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
     ).fetchone()
     if has_meta:
-        return
+        return False
     connection.execute("BEGIN IMMEDIATE")
     try:
         if connection.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
         ).fetchone():
             connection.execute("ROLLBACK")  # another process created it meanwhile
-            return
+            return False
         for statement in SCHEMA.split(";"):
             if statement.strip():
                 connection.execute(statement)
@@ -751,8 +847,9 @@ def _ensure_schema(connection: sqlite3.Connection) -> None:
         )
         connection.execute("COMMIT")
     except BaseException:
-        connection.execute("ROLLBACK")
+        _rollback(connection)
         raise
+    return True
 
 
 def entry_row(row: Sequence[Any]) -> EntryRow:
@@ -775,10 +872,108 @@ def entry_row(row: Sequence[Any]) -> EntryRow:
 
 def _is_corruption(error: sqlite3.DatabaseError) -> bool:
     # SQLITE_CORRUPT (11) and SQLITE_NOTADB (26); "locked", constraint and usage errors are not.
-    code = getattr(error, "sqlite_errorcode", None)
+    code = _sqlite_code(error)
     if code is not None:
-        return code & 0xFF in (11, 26)
+        return code in (11, 26)
     return type(error) is sqlite3.DatabaseError
+
+
+def _sqlite_code(error: sqlite3.Error) -> int | None:
+    code = getattr(error, "sqlite_errorcode", None)
+    return None if code is None else int(code) & 0xFF
+
+
+# SQLITE_PERM, SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN: the disk, the file
+# system or a permission, never the index's content.
+_DISK_CODES = frozenset({3, 8, 10, 13, 14})
+
+
+def _unavailable(db_path: Path, error: sqlite3.Error) -> IndexUnavailable:
+    """Given an SQLite error that is not corruption, return the error that names its cause."""
+    code = _sqlite_code(error)
+    cause = _disk_cause(db_path.parent)
+    if code == 13 or cause == "full":
+        why = "the disk is full (database or disk is full); free space and run the command again"
+    elif code == 8 or cause == "read-only":
+        why = (
+            "the file system is read-only; carryd keeps its index there, so mount it "
+            "read-write (or point index.state_dir elsewhere inside a writable root)"
+        )
+    elif code == 3 or cause == "permission":
+        why = "permission denied; give the user running carryd read and write access"
+    else:
+        why = "the disk reported an error; check it and run the command again"
+    return IndexUnavailable(f"{db_path}: {error}: {why}; the index was left as it is")
+
+
+def _disk_cause(folder: Path) -> Literal["full", "read-only", "permission"] | None:
+    """Given the index folder, return what about its disk keeps SQLite from writing there."""
+    try:
+        info = os.statvfs(folder)
+    except OSError:
+        return None
+    if info.f_flag & os.ST_RDONLY:
+        return "read-only"
+    if info.f_bavail == 0 or info.f_favail == 0:
+        return "full"
+    if not os.access(folder, os.W_OK):
+        return "permission"
+    return None
+
+
+def _os_cause(error: OSError) -> str:
+    """Given an OSError about the index, return its cause in words a user can act on."""
+    cause: str = describe_os_error(error, name_the_file=False)
+    return cause
+
+
+def _rollback(connection: sqlite3.Connection) -> None:
+    """Roll back an open transaction; SQLite already rolled back after SQLITE_FULL and some
+    I/O errors, and ROLLBACK then fails with 'no transaction is active', hiding the cause."""
+    if connection.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            connection.execute("ROLLBACK")
+
+
+def _create_private(db_path: Path) -> None:
+    """Given the index path, create the file with mode 0600 when absent, before SQLite does:
+    SQLite creates `-wal` and `-shm` with the database file's mode, so they follow. An
+    existing file is never opened here (closing a descriptor would drop this process's
+    SQLite locks on it); `secure_state_folder` fixes its mode by path."""
+    try:
+        descriptor = os.open(db_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(descriptor, 0o600)  # the umask may have taken bits from 0600 too
+    finally:
+        os.close(descriptor)
+
+
+def secure_state_folder(folder: Path) -> None:
+    """Given carryd's state folder, make it 0700 and every file in it 0600 (an install from
+    before this rule, or files written under a loose umask); folders below it 0700. Files
+    of other owners and a read-only file system are left as they are."""
+    for path, mode in _state_modes(folder):
+        with contextlib.suppress(OSError):
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode) or stat.S_IMODE(info.st_mode) == mode:
+                continue
+            if info.st_uid == os.geteuid():
+                os.chmod(path, mode)
+
+
+def _state_modes(folder: Path) -> Iterable[tuple[Path, int]]:
+    yield folder, 0o700
+    try:
+        children = list(os.scandir(folder))
+    except OSError:
+        return
+    for child in children:
+        if child.is_dir(follow_symlinks=False):
+            yield from _state_modes(Path(child.path))
+        elif child.is_file(follow_symlinks=False) or child.name.endswith(".sock"):
+            yield Path(child.path), 0o600
 
 
 def _ids(values: Iterable[str]) -> str:

@@ -257,3 +257,52 @@ def test_a_reload_keeps_the_model_keys_the_running_model_was_built_with(tmp_path
     assert "daemon.debounce_ms" in applied
     assert effective.model_keys_written == {"name"}
     assert effective.daemon.debounce_ms == 500
+
+
+# --- paths from config never leave the root (issue 11) ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("toml", "key"),
+    [
+        ('[index]\nstate_dir = "../../x"', "index.state_dir"),
+        ('[index]\nstate_dir = "/tmp/state"', "index.state_dir"),
+        ('[index]\nstate_dir = "a/b"', "index.state_dir"),
+        ('[index]\nstate_dir = ".."', "index.state_dir"),
+        ('[index]\nstate_dir = ""', "index.state_dir"),
+        ('[workspaces]\n"~/src/shop" = "../etc"', 'workspaces."~/src/shop"'),
+        ('[workspaces]\n"~/src/shop" = "/etc"', 'workspaces."~/src/shop"'),
+        ('[workspaces]\n"~/src/shop" = "a/b"', 'workspaces."~/src/shop"'),
+        ('[carry]\nplan_file = "../../etc/passwd"', "carry.plan_file"),
+        ('[carry]\nledger_file = "/etc/passwd"', "carry.ledger_file"),
+        ('[carry]\narchive_dir = "handoff/../../.."', "carry.archive_dir"),
+    ],
+)
+def test_a_path_that_would_leave_the_root_is_rejected_naming_its_key(toml: str, key: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_settings(tomllib.loads(toml), source="bad.toml")
+    assert f"'{key}'" in str(caught.value)
+
+
+def test_the_cli_exits_2_on_a_state_dir_outside_the_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[index]\nstate_dir = "../../x"\n')
+    root = tmp_path / "a" / "b" / "root"
+    root.mkdir(parents=True)
+    for command in (["index"], ["status"], ["carry"]):
+        assert main([*command, "--config", str(bad), "--root", str(root)]) == 2
+        assert "index.state_dir" in capsys.readouterr().err
+    assert not (tmp_path / "a" / "x").exists()
+
+
+def test_ordinary_names_and_nested_carry_paths_are_fine() -> None:
+    settings = parse_settings(
+        tomllib.loads(
+            '[index]\nstate_dir = ".state"\n[workspaces]\n"~/src/shop" = "webshop"\n'
+            '[carry]\nledger_file = "handoff/LEDGER.md"\n'
+        )
+    )
+    assert settings.index.state_dir == ".state"
+    assert dict(settings.workspaces) == {"~/src/shop": "webshop"}

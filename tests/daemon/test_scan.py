@@ -20,6 +20,7 @@ from carryd.daemon.scan import (
 from carryd.index.sync import FileStat
 
 SETTINGS = IndexSettings(max_file_bytes=1_000)
+ALLOW_OUTSIDE = IndexSettings(max_file_bytes=1_000, follow_links_outside_root=True)
 
 
 def write(root: Path, relative: str, data: bytes | str = "# Note\n\nbody\n") -> Path:
@@ -68,7 +69,7 @@ def test_scan_reports_each_bad_path_and_keeps_the_rest(tmp_path: Path):
     }
 
 
-def test_a_symlinked_folder_outside_the_root_is_followed_once(tmp_path: Path):
+def test_a_symlinked_folder_outside_the_root_is_followed_once_when_allowed(tmp_path: Path):
     outside = tmp_path / "outside"
     write(outside, "shared.md")
     root = tmp_path / "root"
@@ -77,7 +78,7 @@ def test_a_symlinked_folder_outside_the_root_is_followed_once(tmp_path: Path):
     (root / "ws" / "shared").symlink_to(outside)
     (root / "ws" / "again").symlink_to(outside)
     (outside / "back").symlink_to(root)  # a loop through the outside folder
-    result = scan_root(root, SETTINGS)
+    result = scan_root(root, ALLOW_OUTSIDE)
     assert list(result.files) == ["ws/again/shared.md"]
     assert codes(result.problems) == {
         "ws/again/back": "symlink_loop",
@@ -155,3 +156,62 @@ def test_read_markdown_of_a_vanished_file_is_none_and_a_dangling_link_a_problem(
     problem = read_markdown(tmp_path, "link.md", 1_000)
     assert isinstance(problem, Problem) and problem.code == "broken_symlink"
 
+
+# --- symbolic links out of the root (issue 11) ---------------------------------------------
+
+
+def outside_tree(tmp_path: Path) -> Path:
+    """A root whose workspace links a secret file and a folder outside it, plus one link that
+    stays inside."""
+    write(tmp_path / "home", ".aws/credentials.md", "aws_secret_access_key = x\n")
+    write(tmp_path / "home", "notes/private.md")
+    root = tmp_path / "root"
+    write(root, "ws/a.md")
+    (root / "ws" / "passwd.md").symlink_to(tmp_path / "home" / ".aws" / "credentials.md")
+    (root / "ws" / "home-notes").symlink_to(tmp_path / "home" / "notes")
+    (root / "ws" / "alias.md").symlink_to(root / "ws" / "a.md")
+    return root
+
+
+def test_files_and_folders_linked_from_outside_the_root_are_skipped_with_the_reason(
+    tmp_path: Path,
+):
+    root = outside_tree(tmp_path)
+    result = scan_root(root, SETTINGS)
+    assert list(result.files) == ["ws/a.md", "ws/alias.md"]
+    assert codes(result.problems) == {
+        "ws/home-notes": "outside_root",
+        "ws/passwd.md": "outside_root",
+    }
+    reason = next(p.reason for p in result.problems if p.path == "ws/passwd.md")
+    assert "outside the memory root" in reason
+    assert "index.follow_links_outside_root" in reason
+
+
+def test_scan_paths_never_reaches_out_of_the_root_either(tmp_path: Path):
+    root = outside_tree(tmp_path)
+    result = scan_paths(
+        root, ["ws/passwd.md", "ws/home-notes", "ws/home-notes/private.md"], SETTINGS
+    )
+    assert result.files == {}
+    assert set(codes(result.problems).values()) == {"outside_root"}
+
+
+def test_the_setting_lets_links_out_of_the_root_be_indexed(tmp_path: Path):
+    root = outside_tree(tmp_path)
+    result = scan_root(root, ALLOW_OUTSIDE)
+    assert list(result.files) == [
+        "ws/a.md",
+        "ws/alias.md",
+        "ws/home-notes/private.md",
+        "ws/passwd.md",
+    ]
+
+
+def test_read_markdown_refuses_a_file_whose_real_path_is_outside(tmp_path: Path):
+    root = outside_tree(tmp_path)
+    problem = read_markdown(root, "ws/passwd.md", 1_000)
+    assert isinstance(problem, Problem) and problem.code == "outside_root"
+    content = read_markdown(root, "ws/passwd.md", 1_000, follow_links_outside_root=True)
+    assert isinstance(content, FileContent) and "aws_secret_access_key" in content.text
+    assert isinstance(read_markdown(root, "ws/alias.md", 1_000), FileContent)

@@ -6,7 +6,11 @@ import subprocess
 import sys
 
 import pytest
-from carryd.index.redact import Secret, find_secrets, redact
+from carryd.index.redact import MARKER_PREFIX, Secret, _attaches, find_secrets, redact
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.secret_corpus import CORPUS, ORDINARY, Case, leaks
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -211,3 +215,167 @@ def test_loading_the_detectors_reads_no_file() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert [line for line in result.stdout.splitlines() if line.strip()] == []
+
+
+# --- the issue-11 gaps and the secret corpus ----------------------------------------------------
+
+STRIPE_LIVE = (
+    "sk_live_51" + "H8xYzAbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefGHIJKLMNOPQRSTUVWXYZ" * 2
+)
+DISCORD_WEBHOOK_PATH = "123456789012345678/AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-AbCdEfGhIjKl"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "cache at redis://:Zq9xP2mVt7Lk@cache.internal:6379/0",
+            "cache at redis://:[redacted:basic_auth]@cache.internal:6379/0",
+            id="url-empty-user",
+        ),
+        pytest.param(
+            f"stripe {STRIPE_LIVE} end", "stripe [redacted:stripe_key] end", id="stripe-live-long"
+        ),
+        pytest.param(
+            f"stripe {STRIPE_LIVE.replace('live', 'test')}.",
+            "stripe [redacted:stripe_key].",
+            id="stripe-test",
+        ),
+        pytest.param(
+            "key ghp_a1B2c3D4e5F6g7H8i9J0\nk1L2m3N4o5P6q7R8 then",
+            "key [redacted:github_token] then",
+            id="split-over-two-lines",
+        ),
+        pytest.param(
+            f"- old key: {STRIPE_LIVE[:50]}\n  {STRIPE_LIVE[50:]}\n- next item",
+            "- old key: [redacted:stripe_key]\n- next item",
+            id="wrapped-indented",
+        ),
+        pytest.param("DB_PASS=Tr0ub4dor&3", "DB_PASS=[redacted:password]", id="db-pass"),
+        pytest.param("pwd=Tr0ub4dor3", "pwd=[redacted:password]", id="pwd"),
+        pytest.param("SMTP_PASS=Tr0ub4dor3", "SMTP_PASS=[redacted:password]", id="smtp-pass"),
+        pytest.param(
+            "| password | hunter2x |", "| password | [redacted:password] |", id="table-row"
+        ),
+        pytest.param(
+            "| user | password |\n|---|---|\n| admin | Xy7kQ9pL |",
+            "| user | password |\n|---|---|\n| admin | [redacted:password] |",
+            id="table-column",
+        ),
+        pytest.param(
+            "**password**: hunter2x", "**password**: [redacted:password]", id="bold-label"
+        ),
+        pytest.param(
+            "- **API key:** `a8f5f167f44f4964e6c998dee827110c`",
+            "- **API key:** `[redacted:generic_api_key]`",
+            id="bold-colon-inside-backticks",
+        ),
+        pytest.param("密钥：Zq9xP2mVt7LkAb", "密钥：[redacted:password]", id="miyao"),
+        pytest.param("访问令牌: Zq9xP2mVt7LkAb", "访问令牌: [redacted:password]", id="lingpai"),
+        pytest.param(
+            f"hook https://discord.com/api/webhooks/{DISCORD_WEBHOOK_PATH} ok",
+            "hook https://discord.com/api/webhooks/[redacted:discord_webhook] ok",
+            id="discord-webhook",
+        ),
+        pytest.param(
+            "curl -u admin:Zq9xP2mVt7 https://ci.example.com",
+            "curl -u admin:[redacted:basic_auth] https://ci.example.com",
+            id="curl-user",
+        ),
+    ],
+)
+def test_issue_11_gaps_are_closed(text: str, expected: str) -> None:
+    assert redact(text) == expected
+    assert redact(expected) == expected
+
+
+@pytest.mark.parametrize("case", CORPUS, ids=[case.id for case in CORPUS])
+def test_nothing_of_a_corpus_secret_survives_redaction(case: Case) -> None:
+    redacted = redact(case.text)
+    for secret in case.secrets:
+        assert leaks(secret, redacted) is None, redacted
+
+
+def test_the_corpus_is_large_and_varied() -> None:
+    assert len(CORPUS) >= 60
+    assert len({case.id for case in CORPUS}) == len(CORPUS)
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_notes_survive_unchanged(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_a_word_after_a_key_at_a_line_end_is_not_taken_for_its_rest() -> None:
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    assert redact(f"token {token}\nThereafter we reboot.") == (
+        "token [redacted:github_token]\nThereafter we reboot."
+    )
+
+
+def test_what_detect_secrets_finds_in_the_corpus_we_redact_too() -> None:
+    """detect-secrets' named plugins (its entropy plugins flag every word of prose) over every
+    corpus line: each value they report is gone from our redaction of that line."""
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import default_settings
+
+    missed: list[tuple[str, str]] = []
+    with default_settings():
+        for case in CORPUS:
+            for line in case.text.splitlines():
+                redacted = redact(line)
+                for finding in scan_line(line):
+                    if "High Entropy" in finding.type or not finding.secret_value:
+                        continue
+                    if leaks(finding.secret_value, redacted):
+                        missed.append((case.id, finding.type))
+    assert missed == []
+
+
+# --- properties ---------------------------------------------------------------------------------
+
+# Pieces that make rules fire, wrap, merge and stop next to marks that belong to a character.
+PIECES = st.sampled_from(
+    [
+        *(case.text for case in CORPUS[::7]),
+        "password: ",
+        "| password | ",
+        " |\n|---|---|\n",
+        "**token**: ",
+        "密钥：",
+        "ghp_a1B2c3D4e5F6g7H8i9J0",
+        "k1L2m3N4o5P6q7R8",
+        "sk_live_51AbCdEfGh",
+        "\n  ",
+        "\u0301",
+        "\u200d",
+        "\ufe0f",
+        "\U0001f469",
+        "\U0001f3fd",
+        "e\u0301",
+        "[redacted:password]",
+    ]
+)
+TEXTS = st.lists(st.one_of(PIECES, st.text(max_size=12)), max_size=14).map("".join)
+LONGEST_MARKER = len(MARKER_PREFIX) + 40
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXTS)
+def test_redaction_grows_a_text_by_at_most_one_marker_per_secret(text: str) -> None:
+    redacted = redact(text)
+    markers = redacted.count(MARKER_PREFIX) - text.count(MARKER_PREFIX)
+    assert len(redacted) <= len(text) + max(0, markers) * LONGEST_MARKER
+    assert redact(redacted) == redacted
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXTS)
+def test_a_secret_span_never_splits_a_character(text: str) -> None:
+    for secret in find_secrets(text):
+        assert 0 <= secret.start < secret.end <= len(text)
+        assert not _attaches(text[secret.start]) or secret.start == 0
+        if secret.end < len(text):
+            assert not _attaches(text[secret.end]), (text, secret)
+            assert text[secret.end - 1] != "\u200d"
+    redact(text).encode("utf-8")  # whole code points only

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from carryd.index.errors import IndexUnavailable
 from carryd.index.store import SCHEMA_VERSION, Batch, Store, diagnose
 from carryd.index.sync import EntryRow, FileRecord
 
@@ -184,11 +186,10 @@ def _aside(db: Path, kind: str) -> list[Path]:
     ("damage", "why"),
     [
         (lambda db: db.write_bytes(b"this is not a database" * 100), "bad header"),
-        (lambda db: db.write_bytes(b""), "truncated"),
         (lambda db: db.write_bytes(db.read_bytes()[:60]), "truncated"),
         (lambda db: db.write_bytes(db.read_bytes()[: len(db.read_bytes()) // 2]), "corrupt"),
     ],
-    ids=["garbage", "empty", "header-cut", "half"],
+    ids=["garbage", "header-cut", "half"],
 )
 def test_a_corrupt_index_is_moved_aside_and_rebuilt(store: Store, db: Path, damage, why):
     store.close()
@@ -282,6 +283,96 @@ def test_a_second_store_in_the_process_keeps_the_first_ones_locks(tmp_path: Path
         assert db.with_name("index.sqlite-wal").exists()
     finally:
         first.close()
+
+
+# --- permissions (issue 11) ----------------------------------------------------------------
+
+
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o022, 0o077])
+def test_the_index_and_its_folder_are_private_whatever_the_umask(tmp_path: Path, umask: int):
+    db = tmp_path / "root" / ".carryd" / "index.sqlite"
+    previous = os.umask(umask)
+    try:
+        with Store.open(db) as opened:
+            opened.apply(Batch(upsert_entries=(row("mem_a"),)))
+            companions = [db.with_name(db.name + suffix) for suffix in ("-wal", "-shm")]
+            assert all(path.exists() for path in companions)
+            assert {path.name: _mode(path) for path in [db, *companions]} == {
+                "index.sqlite": 0o600,
+                "index.sqlite-wal": 0o600,
+                "index.sqlite-shm": 0o600,
+            }
+    finally:
+        os.umask(previous)
+    assert _mode(db.parent) == 0o700
+
+
+def test_an_existing_install_is_made_private_when_the_index_opens(tmp_path: Path):
+    state = tmp_path / ".carryd"
+    Store.open(state / "index.sqlite").close()
+    (state / "carry").mkdir()
+    files = [state / "carry" / "ws.md", state / "carry" / "ws.json", state / "daemon.json"]
+    for path in files:
+        path.write_text("x")
+        path.chmod(0o644)
+    (state / "index.sqlite").chmod(0o644)
+    (state / "carry").chmod(0o755)
+    state.chmod(0o755)
+    with Store.open(state / "index.sqlite"):
+        pass
+    assert _mode(state) == 0o700 and _mode(state / "carry") == 0o700
+    assert {path.name: _mode(path) for path in [state / "index.sqlite", *files]} == {
+        "index.sqlite": 0o600,
+        "ws.md": 0o600,
+        "ws.json": 0o600,
+        "daemon.json": 0o600,
+    }
+
+
+# --- disk errors are not corruption (issue 11) -----------------------------------------------
+
+
+def test_an_empty_index_file_is_an_empty_database_not_a_corrupt_one(db: Path):
+    """A full disk leaves a 0-byte index behind; each later command used to move it aside
+    and add another 0-byte `.corrupt-*` file."""
+    db.parent.mkdir(parents=True)
+    db.write_bytes(b"")
+    for attempt in range(3):
+        with Store.open(db) as opened:
+            assert opened.recovered is None and opened.created == (attempt == 0)
+            assert opened.counts()["entries"] == 0
+    assert _aside(db, "corrupt") == []
+
+
+def test_a_full_database_reports_the_cause_and_keeps_the_index(store: Store, db: Path):
+    """SQLITE_FULL (here from a page limit, on a real disk from ENOSPC) names the cause and
+    neither hides it behind a failed ROLLBACK nor counts as corruption."""
+    before = store.counts()
+    pages = store._write.execute("PRAGMA page_count").fetchone()[0]
+    store._write.execute(f"PRAGMA max_page_count = {pages + 1}")
+    big = tuple(row(f"mem_{n:04d}", l0="x" * 2000) for n in range(200))
+    with pytest.raises(IndexUnavailable, match="disk is full") as raised:
+        store.apply(Batch(upsert_entries=big))
+    assert "rollback" not in str(raised.value)
+    assert store.counts() == before
+    store._write.execute("PRAGMA max_page_count = 1073741823")
+    store.apply(Batch(upsert_entries=(row("mem_new"),)))  # the same store works on
+    assert _aside(db, "corrupt") == []
+
+
+def test_a_database_sqlite_can_open_is_never_moved_aside(store: Store, db: Path):
+    store.close()
+    _checkpoint(db)
+    for _ in range(2):
+        assert diagnose(db) is None
+        with Store.open(db) as reopened:
+            assert reopened.recovered is None and not reopened.created
+            assert reopened.counts()["entries"] == 3
+    assert list(db.parent.glob("index.sqlite.*")) == []
 
 
 def test_the_change_log_names_every_id_a_commit_touched_since_a_generation(db: Path) -> None:
