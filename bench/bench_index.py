@@ -226,8 +226,10 @@ def interleaved_throughput(
             if distinct is not None:
                 clock["asked"] += len(texts)
                 missing = sorted({text for text in texts if text not in memo})
-                if missing:
-                    memo.update(zip(missing, self._embed(missing), strict=True))
+                # Slices of 256: raw and carryd alternate over several calls, not one.
+                for start in range(0, len(missing), 256):
+                    part = missing[start : start + 256]
+                    memo.update(zip(part, self._embed(part), strict=True))
                 return np.stack([memo[text] for text in texts])
             return self._embed(texts)
 
