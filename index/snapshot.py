@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from carryd.index.fusion import SemanticCalibration
 from carryd.index.lexical import LexicalStats
@@ -46,6 +46,8 @@ __all__ = [
     "scope_of",
     "stats_of",
 ]
+
+_V = TypeVar("_V")
 
 # Turns an entries row as stored into its `EntryRow` (the store's `entry_row`).
 Decode = Callable[[tuple[Any, ...]], EntryRow]
@@ -207,12 +209,9 @@ def apply_changes(
     removed = [entry_id for entry_id in removed if entry_id in previous.rows]
     fresh = {entry_id: decode(values) for entry_id, values in changed.items() if values is not None}
     added = [entry_id for entry_id in fresh if entry_id not in previous.rows]
-    rows = dict(previous.rows) if (removed or fresh) else previous.rows
-    if removed or fresh:
-        assert isinstance(rows, dict)
-        for entry_id in removed:
-            del rows[entry_id]
-        rows.update(fresh)
+    rows = (
+        _Layered.of(previous.rows).changed(removed, fresh) if (removed or fresh) else previous.rows
+    )
     total = (
         previous.doc_length_total
         - sum(previous.rows[entry_id].doc_len for entry_id in removed)
@@ -277,8 +276,9 @@ def _with_vectors(
 
     row_of: Mapping[str, int] = base["row_of"]
     buffer, count = previous.buffer, len(previous.vector_ids)
-    vector_of = dict(previous.vector_of)
-    dying = [vector_of.pop(entry_id) for entry_id in changed if entry_id in vector_of]
+    old_of = previous.vector_of
+    dying_ids = [entry_id for entry_id in changed if entry_id in old_of]
+    dying = [old_of[entry_id] for entry_id in dying_ids]
     appended = [
         entry_id for entry_id in sorted(changed) if entry_id in vectors and entry_id in rows
     ]
@@ -314,7 +314,9 @@ def _with_vectors(
         else:
             buffer = _with_spare(np.concatenate(blocks))
         live = np.ones(len(vector_ids), dtype=bool)
-        vector_of = {entry_id: position for position, entry_id in enumerate(vector_ids)}
+        vector_of: Mapping[str, int] = {
+            entry_id: position for position, entry_id in enumerate(vector_ids)
+        }
         readable = None
         if previous.vector_readable is not None and new_readable is not None:
             readable = np.concatenate([previous.vector_readable[keep], new_readable])
@@ -327,8 +329,9 @@ def _with_vectors(
             buffer[count : count + len(appended)] = new_block
         vector_ids = previous.vector_ids + tuple(appended)
         live = np.concatenate([live, np.ones(len(appended), dtype=bool)])
-        for offset, entry_id in enumerate(appended):
-            vector_of[entry_id] = count + offset
+        vector_of = _Layered.of(old_of).changed(
+            dying_ids, {entry_id: count + offset for offset, entry_id in enumerate(appended)}
+        )
         readable = None
         if previous.vector_readable is not None and new_readable is not None:
             readable = np.concatenate([previous.vector_readable, new_readable])
@@ -355,6 +358,69 @@ def _with_vectors(
         vector_of=vector_of,
         buffer=buffer,
     )
+
+
+class _Layered(Mapping[str, _V]):
+    """A mapping made of a base dict shared along a chain of refreshes (never changed) and the
+    changes since it (a small dict; `_GONE` marks a removed key), flattened into a new base
+    once the changes pass a sixteenth of it: a refresh copies what changed, not the 100,000
+    ids (a dict copy is 15-40 ms at 100,000 on a loaded machine)."""
+
+    __slots__ = ("_base", "_top", "_size")
+
+    def __init__(self, base: Mapping[str, _V], top: dict[str, object], size: int) -> None:
+        self._base = base
+        self._top = top
+        self._size = size
+
+    @classmethod
+    def of(cls, mapping: Mapping[str, _V]) -> _Layered[_V]:
+        return mapping if isinstance(mapping, _Layered) else cls(mapping, {}, len(mapping))
+
+    def changed(self, removed: Iterable[str], fresh: Mapping[str, _V]) -> Mapping[str, _V]:
+        """Given keys to remove and keys to set, return the new mapping (self unchanged)."""
+        top = dict(self._top)
+        size = self._size
+        for key in removed:
+            if key in self:
+                size -= 1
+            top[key] = _GONE
+        for key, value in fresh.items():
+            if key not in self:  # (removed and fresh keys are disjoint)
+                size += 1
+            top[key] = value
+        layered: _Layered[_V] = _Layered(self._base, top, size)
+        if len(top) > max(_SPARE_ROWS, len(self._base) // _SPARE_SHARE):
+            return {key: layered[key] for key in layered}
+        return layered
+
+    def __getitem__(self, key: str) -> _V:
+        if key in self._top:
+            value = self._top[key]
+            if value is _GONE:
+                raise KeyError(key)
+            return value  # type: ignore[return-value]
+        return self._base[key]
+
+    def __contains__(self, key: object) -> bool:
+        if key in self._top:
+            return self._top[key] is not _GONE
+        return key in self._base
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[str]:
+        top = self._top
+        for key in self._base:
+            if key not in top:
+                yield key
+        for key, value in top.items():
+            if value is not _GONE:
+                yield key
+
+
+_GONE = object()
 
 
 def _blobs(vectors: Mapping[str, bytes], ids: Sequence[str], dim: int) -> np.ndarray:

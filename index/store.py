@@ -381,11 +381,10 @@ class Store:
             return None
         if generation > self.generation():
             return None
-        rows = self._query(
-            "SELECT entry_id FROM entry_changes WHERE generation > ? ORDER BY entry_id",
-            (generation,),
-        )
-        return [row[0] for row in rows]
+        # No ORDER BY: SQLite would walk the whole log in id order (28 ms at 100,000 ids)
+        # instead of the few rows past `generation` by the generation index.
+        rows = self._query("SELECT entry_id FROM entry_changes WHERE generation > ?", (generation,))
+        return sorted(row[0] for row in rows)
 
     def raw_rows_by_id(self, ids: Iterable[str]) -> dict[str, tuple[Any, ...]]:
         """Given entry ids, return id -> the stored row (`ENTRY_COLUMNS` order) of each one

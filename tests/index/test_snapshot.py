@@ -239,3 +239,37 @@ def test_an_edit_keeps_older_snapshots_intact_and_fills_spare_rows() -> None:
     assert second.buffer is first.buffer  # no copy of the vectors for one edit
     assert second.vector_live.tolist() == [True, False] + [True] * 7
     assert second.row_of is first.row_of  # the same ids: the row order is shared
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sets(st.integers(0, 150), max_size=40),
+            st.dictionaries(st.integers(0, 150), st.integers(), max_size=40),
+        ),
+        max_size=12,
+    )
+)
+def test_the_layered_mapping_behaves_as_a_dict_through_refreshes_and_flattening(
+    steps: list[tuple[set[int], dict[int, int]]],
+) -> None:
+    """The snapshot's rows and vector positions are copied by what changed, not whole
+    (`_Layered`); through any chain of changes, flattened or not, they read as a dict."""
+    from carryd.index.snapshot import _Layered
+
+    expected = {f"k{n}": n for n in range(100)}
+    layered = _Layered.of(dict(expected))
+    older = []
+    for removed, fresh in steps:
+        gone = [f"k{n}" for n in removed if n not in fresh]
+        new = {f"k{n}": value for n, value in fresh.items()}
+        older.append((layered, dict(expected)))
+        layered = _Layered.of(layered).changed(gone, new)
+        for key in gone:
+            expected.pop(key, None)
+        expected.update(new)
+        assert dict(layered) == expected and len(layered) == len(expected)
+        assert all((key in layered) == (key in expected) for key in ("k0", "k7", "k150"))
+    for snapshot, seen in older:
+        assert dict(snapshot) == seen  # an older snapshot never sees a later change
