@@ -1,12 +1,17 @@
 """Recall quality, negative controls and latency on the development sets (not run by CI).
 
-    .venv/bin/python bench/bench_recall.py [--data ../shared/data/dev] [--model DIR]
-        [--sets locomo,cmrc-trial] [--latency-entries 10000] [--no-latency]
+    .venv/bin/python bench/bench_recall.py [--data ../shared/data/dev] [--model DIR]...
+        [--sets locomo,cmrc-trial] [--prior-calibration] [--latency-entries 10000]
+        [--no-latency]
 
-For each set the memory root is copied into a temp folder (the shared data is read-only) and
-indexed once with the real pipeline (`sync_root`, the offline test model unless --model says
-otherwise). Then, for every query of `queries.jsonl` (LoCoMo with its per-query workspace,
-CMRC at root level):
+For each model (--model, repeatable; default: the offline test model and, when
+`tests.testmodel` has it, the second test model) and each set, the memory root is copied into
+a temp folder (the shared data is read-only) and indexed once with the real pipeline
+(`sync_root`). The semantic calibration is measured on that corpus
+(`carryd.index.calibration`, through the `corpus_calibrated` adapter until the index stores it)
+unless --prior-calibration asks for the per-model prior. Query embeddings are cached for the
+run. Then, for every query of `queries.jsonl` (LoCoMo with its per-query workspace, CMRC at root
+level):
 
 - recall@1/5/10 (share of the query's gold entries in the top k; a hit matches a gold entry
   when the path is equal and the line ranges overlap) and MRR@10, for
@@ -16,9 +21,15 @@ CMRC at root level):
   - plain BM25: textbook BM25 with a plain tokenizer (lowercased ``\\w+`` words, single CJK
     characters; no stemming, no identifier parts, no bigrams),
   - plain equal-weight RRF: ``Σ 1/(60 + rank)`` over both arms' top 50, no gating;
+- the same per LoCoMo category (multi-hop, open-domain, single-hop, temporal);
+- the reliability of the confidence: the top-10 fused hits of every real query binned by
+  confidence against the share that are relevant (overlap a gold entry), with the expected
+  calibration error, for the held-out half of the set (`fit_half`: anything fitted is fitted
+  on the other half) and, for reference, the fitting half and the whole set;
 - the inject threshold: the share of real queries with a gold entry whose confidence passes
   `min_confidence` next to the share of negative-control queries (bench/negative_queries_*.jsonl:
-  things the root does not contain) that still get an `inject` hit;
+  things the root does not contain) that still get an `inject` hit, and the same for a sweep
+  of gates;
 - latency: p50/p95 of a warm `Recaller.recall` (model loaded, query embedding included) on a
   root of about --latency-entries entries (LoCoMo's sessions copied into enough workspaces).
 """
@@ -28,6 +39,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import hashlib
 import json
 import math
 import re
@@ -46,8 +58,14 @@ sys.path.insert(0, str(REPO))
 from carryd.daemon.config import Settings, parse_settings  # noqa: E402
 from carryd.daemon.indexing import load_embedder_for, open_store, sync_root  # noqa: E402
 from carryd.daemon.recalling import Recaller  # noqa: E402
+from carryd.index.calibration import calibrate  # noqa: E402
 from carryd.index.entries import parse_entries  # noqa: E402
-from carryd.index.fusion import Arm, ArmCandidate, fuse  # noqa: E402
+from carryd.index.fusion import (  # noqa: E402
+    Arm,
+    ArmCandidate,
+    calibration_for,
+    fuse,
+)
 from carryd.index.lexical import LexicalStats, query_terms, search  # noqa: E402
 
 SETS = {
@@ -101,6 +119,60 @@ def metrics(ranked: Sequence[Span], gold: Sequence[Span]) -> tuple[float, float,
     return found(1), found(5), found(10), reciprocal
 
 
+def fit_half(item: dict[str, Any]) -> int:
+    """Given a query, return its half of the set (0: the half confidence constants may be
+    fitted on, 1: held out from any fit): LoCoMo by conversation, CMRC by the gold entry's
+    article."""
+    key = item.get("workspace") or item["gold"][0]["path"]
+    return int(hashlib.sha256(key.encode("utf-8")).hexdigest(), 16) % 2
+
+
+def reliability(
+    pairs: Sequence[tuple[float, bool]], bins: int = 10
+) -> tuple[list[tuple[float, float, int, float, float]], float]:
+    """Given (confidence, relevant) pairs, return the bins (low, high, count, mean confidence,
+    share relevant) and the expected calibration error (count-weighted |confidence - share|)."""
+    table = []
+    error = 0.0
+    for index in range(bins):
+        low, high = index / bins, (index + 1) / bins
+        chosen = [(c, r) for c, r in pairs if low <= c < high or (index == bins - 1 and c >= high)]
+        if not chosen:
+            continue
+        mean = statistics.fmean(c for c, _ in chosen)
+        share = statistics.fmean(float(r) for _, r in chosen)
+        error += len(chosen) / len(pairs) * abs(mean - share)
+        table.append((low, high, len(chosen), mean, share))
+    return table, error
+
+
+def corpus_calibrated(recaller: Recaller, store: Any, embedder: Any, rows: dict[str, Any]) -> str:
+    """Give the recaller the semantic calibration measured on this corpus's L0 vectors
+    (`carryd.index.calibration`) instead of the per-model prior; return a one-line summary.
+
+    The adapter until the index stores the calibration with the model identity: it sets the
+    Recaller's calibration before its first query (the snapshot reads it when built)."""
+    prior = calibration_for(embedder.identity.name)
+    ids, matrix = store.vectors(embedder.identity.key())
+    readable = [prior.reads(rows[i].l0) if i in rows else False for i in ids]
+    groups = [rows[i].path if i in rows else "" for i in ids]
+    measured = calibrate(
+        embedder.identity.name,
+        matrix,
+        groups,
+        multilingual=prior.multilingual,
+        readable=readable,
+        fallback=prior,
+    )
+    recaller._calibration = measured  # noqa: SLF001 (bench adapter, see docstring)
+    assert measured is not None
+    return (
+        f"semantic calibration ({measured.source}): ramp {measured.ramp_from:.3f} -> "
+        f"{measured.ceiling:.3f}, nominates above {measured.floor:.3f} (prior for "
+        f"{embedder.identity.name}: {prior.ramp_from} -> {prior.ceiling}, floor {prior.floor})"
+    )
+
+
 # --- the plain BM25 baseline ---------------------------------------------------------------
 
 _PLAIN = re.compile(
@@ -138,6 +210,58 @@ class PlainBM25:
         return sorted(scores, key=lambda entry_id: (-scores[entry_id], entry_id))[:depth]
 
 
+def lexical_only(name: str, data_dir: Path) -> dict[str, list[float]]:
+    """Given one development set, return R@1/5/10 and MRR@10 of our lexical arm and of plain
+    BM25 computed in memory from the Markdown files: no model, no index, seconds (for
+    iterating on the tokenizer and BM25; the same postings the store would hold)."""
+    from carryd.index.redact import redact
+    from carryd.index.tokenize import terms as our_terms
+
+    root = data_dir / name / "memory"
+    entries = {}
+    for path in sorted(root.rglob("*.md")):
+        relative = path.relative_to(root).as_posix()
+        for entry in parse_entries(relative, path.read_text(encoding="utf-8")):
+            entries[entry.id] = entry
+    postings: dict[str, dict[str, int]] = collections.defaultdict(dict)
+    lengths = {}
+    for entry_id, entry in entries.items():
+        counts = collections.Counter(our_terms(redact(entry.text)))
+        lengths[entry_id] = sum(counts.values())
+        for term, frequency in counts.items():
+            postings[term][entry_id] = frequency
+    stats = LexicalStats(len(lengths), sum(lengths.values()) / max(len(lengths), 1))
+    plain = PlainBM25({entry_id: entry.text for entry_id, entry in entries.items()})
+    span = {i: Span(e.path, e.line_start, e.line_end) for i, e in entries.items()}
+    results: dict[str, list[tuple[float, float, float, float]]] = {"lexical": [], "plain": []}
+    for item in read_jsonl(data_dir / name / "queries.jsonl"):
+        workspace = item.get("workspace")
+        allowed = {
+            i for i, e in entries.items() if workspace is None or e.workspace in (None, workspace)
+        }
+        gold = [Span(g["path"], g["line_start"], g["line_end"]) for g in item["gold"]]
+        wanted = query_terms(item["query"])
+        hits = search(
+            wanted,
+            {t: postings.get(t, {}) for t in wanted},
+            lengths,
+            stats,
+            allowed=allowed,
+            limit=TOP,
+        )
+        results["lexical"].append(metrics([span[hit.id] for hit in hits], gold))
+        ranked = plain.rank(item["query"], allowed, TOP)
+        results["plain"].append(metrics([span[i] for i in ranked], gold))
+    table = {
+        method: [statistics.fmean(column) for column in zip(*rows, strict=True)]
+        for method, rows in results.items()
+    }
+    print(f"\n== {name} (lexical only, in memory): {len(entries)} entries")
+    for method, values in table.items():
+        print(f"  {method:10s} " + " ".join(f"{value:6.3f}" for value in values))
+    return table
+
+
 # --- one set -------------------------------------------------------------------------------
 
 
@@ -162,7 +286,9 @@ def index_copy(source: Path, work: Path, model: Path) -> tuple[Settings, float]:
     return settings, elapsed
 
 
-def evaluate_set(name: str, data_dir: Path, model: Path, work: Path) -> dict[str, Any]:
+def evaluate_set(
+    name: str, data_dir: Path, model: Path, work: Path, *, corpus_calibration: bool = True
+) -> dict[str, Any]:
     """Given one development set, return every figure the report prints for it."""
     import numpy as np
 
@@ -171,6 +297,8 @@ def evaluate_set(name: str, data_dir: Path, model: Path, work: Path) -> dict[str
     queries = read_jsonl(data_dir / name / "queries.jsonl")
     negatives = read_jsonl(REPO / "bench" / SETS[name])
     embedder, degraded = load_embedder_for(settings)
+    if embedder is not None:
+        embedder = CachedQueries(embedder)
     store = open_store(settings)
     try:
         recaller = Recaller(settings, store, embedder, degraded)
@@ -186,6 +314,10 @@ def evaluate_set(name: str, data_dir: Path, model: Path, work: Path) -> dict[str
             for name, changes in FUSED.items()
         }
         rows = {row.id: row for row in store.entries()}
+        if embedder is not None and corpus_calibration:
+            for one in (recaller, *variants.values()):
+                summary = corpus_calibrated(one, store, embedder, rows)
+            print(f"  {summary}")
         span = {
             entry_id: Span(row.path, row.line_start, row.line_end) for entry_id, row in rows.items()
         }
@@ -242,6 +374,9 @@ def evaluate_set(name: str, data_dir: Path, model: Path, work: Path) -> dict[str
             return [hit.id for hit in fuse(arms, min_confidence=0.0)]
 
         results: dict[str, list[tuple[float, float, float, float]]] = {m: [] for m in METHODS}
+        by_category: dict[str, dict[str, list[tuple[float, float, float, float]]]] = {}
+        calibration_pairs: list[tuple[int, float, bool]] = []
+        gold_confidences: list[float] = []
         gold_passes = []
         answered_gold = []
         for item in queries:
@@ -269,7 +404,26 @@ def evaluate_set(name: str, data_dir: Path, model: Path, work: Path) -> dict[str
                 "plain RRF (equal)": plain_rrf(lexical, semantic),
             }
             for method, ids in ranked.items():
-                results[method].append(metrics([span[i] for i in ids], gold))
+                figures_ = metrics([span[i] for i in ids], gold)
+                results[method].append(figures_)
+                by_category.setdefault(item.get("category", "all"), {}).setdefault(
+                    method, []
+                ).append(figures_)
+            # Reliability: every hit of the answer a user sees (top 10, any confidence).
+            calibration_pairs.extend(
+                (fit_half(item), hit["confidence"], any(g.overlaps(span[hit["id"]]) for g in gold))
+                for hit in answer["hits"][:TOP]
+            )
+            gold_confidences.append(
+                max(
+                    (
+                        hit["confidence"]
+                        for hit in answer["hits"]
+                        if any(g.overlaps(span[hit["id"]]) for g in gold)
+                    ),
+                    default=0.0,
+                )
+            )
             gold_passes.append(
                 any(
                     hit["confidence"] >= threshold
@@ -302,7 +456,12 @@ def evaluate_set(name: str, data_dir: Path, model: Path, work: Path) -> dict[str
             f"{full_chars} chars: {p4:.1%} smaller"
         )
         negative_hits = []
+        negative_best: list[float] = []
         for item in negatives:
+            every = recaller.recall(
+                item["query"], workspace=item.get("workspace"), limit=100, min_confidence=0.0
+            )
+            negative_best.append(max((hit["confidence"] for hit in every["hits"]), default=0.0))
             answer = recaller.recall(item["query"], workspace=item.get("workspace"))
             negative_hits.append(bool(answer["hits"]))
             if answer["hits"]:
@@ -327,7 +486,31 @@ def evaluate_set(name: str, data_dir: Path, model: Path, work: Path) -> dict[str
                 + " ".join(f"{value:6.3f}" for value in values[:3])
                 + f" {values[3]:7.3f}"
             )
+        if len(by_category) > 1:
+            print("  per category (R@1 R@5 R@10 MRR@10; queries):")
+            for category, methods in sorted(by_category.items()):
+                print(f"   {category} ({len(next(iter(methods.values())))})")
+                for method, values in methods.items():
+                    means = [statistics.fmean(column) for column in zip(*values, strict=True)]
+                    print(f"     {method:20s} " + " ".join(f"{value:6.3f}" for value in means))
+        held_out = [(c, r) for half, c, r in calibration_pairs if half == 1]
+        _, ece_fit = reliability([(c, r) for half, c, r in calibration_pairs if half == 0])
+        _, ece_all = reliability([(c, r) for _, c, r in calibration_pairs])
+        table_, ece = reliability(held_out)
+        print(
+            f"  reliability of the top-{TOP} fused hits of the held-out half ({len(held_out)} "
+            f"hits): ECE {ece:.3f} (fitting half {ece_fit:.3f}, all {ece_all:.3f})"
+        )
+        print(f"   {'confidence':>11s} {'hits':>6s} {'mean conf':>9s} {'relevant':>8s}")
+        for low, high, count, mean, share in table_:
+            print(f"   {low:4.1f}-{high:4.1f}  {count:6d} {mean:9.3f} {share:8.3f}")
+        print("  gate sweep: gate, real queries whose gold passes, negative controls injected")
+        for gate in (0.5, 0.4, 0.3, 0.2, 0.1):
+            passing = statistics.fmean(value >= gate for value in gold_confidences)
+            injected = statistics.fmean(value >= gate for value in negative_best)
+            print(f"   {gate:.1f}: gold {passing:6.1%}  negatives {injected:6.1%}")
         figures = {
+            "ece": ece,
             "queries": len(queries),
             "table": table,
             "threshold": threshold,
@@ -449,26 +632,82 @@ EXAMPLE_QUERIES = (
 )
 
 
+def default_data() -> Path:
+    """The shared development sets: beside the repository (/work/main) or, from a worktree
+    (/work/wt/NAME), two levels up."""
+    for base in (REPO.parent, REPO.parent.parent):
+        if (base / "shared" / "data" / "dev").is_dir():
+            return base / "shared" / "data" / "dev"
+    return REPO.parent / "shared" / "data" / "dev"
+
+
+class CachedQueries:
+    """The embedder with its query embeddings cached for the run: every method and variant
+    embeds the same query, and the machine is shared (the passages are embedded once by sync)."""
+
+    def __init__(self, embedder: Any) -> None:
+        self._embedder = embedder
+        self._queries: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._embedder, name)
+
+    def embed_query(self, text: str) -> Any:
+        if text not in self._queries:
+            self._queries[text] = self._embedder.embed_query(text)
+        return self._queries[text]
+
+
 def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "dev")
-    parser.add_argument("--model", type=Path, help="model folder (default: the offline test model)")
+    parser.add_argument("--data", type=Path, default=default_data())
+    parser.add_argument(
+        "--model",
+        type=Path,
+        action="append",
+        help="model folder, repeatable (default: the offline test model and the second one)",
+    )
+    parser.add_argument(
+        "--prior-calibration",
+        action="store_true",
+        help="use the per-model prior instead of the calibration measured on each corpus",
+    )
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--latency-entries", type=int, default=10_000)
     parser.add_argument("--no-latency", action="store_true")
+    parser.add_argument(
+        "--lexical-only",
+        action="store_true",
+        help="only our lexical arm against plain BM25, in memory, without a model (seconds)",
+    )
     args = parser.parse_args(list(argv) if argv is not None else None)
+    if args.lexical_only:
+        for name in args.sets.split(","):
+            lexical_only(name, args.data)
+        return 0
     with tempfile.TemporaryDirectory(prefix="carryd-bench-") as temp:
         work = Path(temp)
-        model = args.model
-        if model is None:
-            from tests.testmodel import build_test_model
+        models = args.model
+        if not models:
+            from tests import testmodel
 
-            model = build_test_model(work / "model")
-        print(f"model: {model}")
-        for name in args.sets.split(","):
-            evaluate_set(name, args.data, model, work)
+            models = [testmodel.build_test_model(work / "model")]
+            second = getattr(testmodel, "build_second_model", None)
+            if second is not None:
+                models.append(second(work / "model2"))
+        for number, model in enumerate(models):
+            print(f"\n######## model: {model}")
+            for name in args.sets.split(","):
+                evaluate_set(
+                    name,
+                    args.data,
+                    model,
+                    work / f"m{number}",
+                    corpus_calibration=not args.prior_calibration,
+                )
+        model = models[0]
         progressive_loading(REPO / "examples" / "memory", model, work, EXAMPLE_QUERIES)
         if not args.no_latency:
             latency(args.data, model, work, args.latency_entries)

@@ -1,10 +1,13 @@
-"""Given the PLAN and ledger entries of a workspace, return the carry's anchor table (seed P5).
+"""Given what a carry does not inject in full, return its anchor table rows (seed P5).
 
-One row per entry — id, L0 abstract, path:lines — in the order the caller passes them (plan
-rows, then ledger rows, each in document order). The L0 comes from the index's own
-extraction (`carryd.index.l0`, already redacted there): no model, no LLM, nothing that
-changes with the query, so the same entries always render the same bytes (I1). The table lets
-the next context drill down with `carryd expand <id>`.
+A row is id, a one-line abstract, path:lines. Rows exist only for text that does NOT follow in
+full: PLAN history entries (`history_rows`, each with its date; the history is never
+injected), and whatever a caller passes to `anchor_rows`. Items a cut ledger leaves out are
+anchored where they stood, inside the ledger segment (a one-line summary with its lines, and
+the section's pointer naming the `carryd expand` ids), so they keep their document order.
+Never a row for a bare heading. Abstracts are pure parsing — no model, no LLM, nothing that
+changes with the query — so the same files always render the same bytes. The table lets the
+next context drill down with `carryd expand <id>`.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from carryd.carry.truncate import line_span
+from carryd.carry.plan import HistoryItem
+from carryd.carry.summary import summary_line
+from carryd.carry.truncate import EntrySpan, line_span
 from carryd.index.entries import Entry
 
 TABLE_HEADER = "| id | L0 | lines |\n|---|---|---|"
@@ -62,3 +67,25 @@ def render_anchor_table(rows: Sequence[AnchorRow]) -> str:
         for row in rows
     )
     return f"{TABLE_HEADER}\n{body}"
+
+
+def history_rows(
+    items: Sequence[HistoryItem], entries: Sequence[EntrySpan], *, path: str
+) -> tuple[AnchorRow, ...]:
+    """Given PLAN history entries (document order) and the plan's index entries, return one row
+    each: the id of the entry that holds it, its date and one-line summary, its lines.
+
+    An entry with no id (outside every index entry) gets no row.
+    """
+    rows: list[AnchorRow] = []
+    for item in items:
+        entry_id = next(
+            (entry for start, end, entry in entries if start <= item.line_start <= end), None
+        )
+        if entry_id is None:
+            continue
+        summary = summary_line(item.text, dead_end=False).lstrip("-*+ ")
+        if item.date is not None and item.date not in summary:
+            summary = f"{item.date}: {summary}"
+        rows.append(AnchorRow(entry_id, summary, path, item.line_start, item.line_end))
+    return tuple(rows)

@@ -37,17 +37,26 @@ class FlatInputs:
     ledger_path: str
 
 
-def trailer(workspace: str, *, ledger_path: str, plan_path: str) -> str:
-    """Given a workspace and its files' root-relative paths, return the carry's trailer."""
-    return (
-        "# How to read more\n"
-        "- `carryd expand <id>` prints the full text of an anchor (`mem_…`) from the current "
-        "files; several ids at once are fine.\n"
+def trailer(workspace: str, *, ledger_path: str, plan_path: str, expand: bool = True) -> str:
+    """Given a workspace and its files' root-relative paths, return the carry's trailer.
+
+    Without `expand` (a carry that names no `mem_…` id) it does not mention expanding one.
+    """
+    lines = ["# How to read more"]
+    if expand:
+        lines.append(
+            "- `carryd expand <id>` prints the full text of an anchor (`mem_…`) from the current "
+            "files; several ids at once are fine."
+        )
+    lines.append(
         f'- `carryd recall "<question>" --workspace {workspace}` searches this workspace and '
-        "your root-level memory.\n"
+        "your root-level memory."
+    )
+    lines.append(
         f"- The full ledger is `{ledger_path}` and the full plan is `{plan_path}` "
         "(paths relative to the memory root)."
     )
+    return "\n".join(lines)
 
 
 def safe_prefix(text: str, limit: int) -> str:
@@ -73,7 +82,13 @@ def build_flat_carry(
     Raises PromptBudgetError only when the discipline and trailer alone exceed `total_chars`.
     """
     discipline = inputs.discipline
-    closing = trailer(inputs.workspace, ledger_path=inputs.ledger_path, plan_path=inputs.plan_path)
+    # The flat carry names no anchor ids, so its trailer does not offer to expand one.
+    closing = trailer(
+        inputs.workspace,
+        ledger_path=inputs.ledger_path,
+        plan_path=inputs.plan_path,
+        expand=False,
+    )
     note = redact(FLAT_NOTE)
     required = [discipline, note, redact(closing)]
 

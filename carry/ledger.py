@@ -1,28 +1,34 @@
-"""Given the text of a handoff ledger (`handoff/LEDGER.md`), return its four sections and items.
+"""Given the text of a handoff ledger (`handoff/LEDGER.md`), return its sections and items.
 
-A ledger has four sections — 任务状态 / 目标 / 已试方案与失败原因 / 进度与下一步 (English:
-Task status / Goal / Tried approaches and failure reasons / Progress and next steps; the names
-are configurable). Parsing rules, all deterministic and none of them raising:
+A ledger has four known sections — status / goal / tried (dead ends) / next — named by ONE table,
+`SECTION_TABLE` (kind, configurable names, built-in Chinese and English synonyms, weight);
+`daemon.config` reads its names from here, so a new section is a change to this file only.
+Parsing rules, all deterministic and none of them raising:
 
 - Headings are found with a real Markdown parser (markdown-it-py), so a `#` inside a fenced
   code block is not a heading. A heading names a section when its text, after stripping
   numbering ("1.", "一、", "(2)"), emoji, emphasis, a trailing parenthetical and trailing colons,
-  equals one of the section's names (English case-insensitively; "目标 / Goal" matches by
-  either half).
+  equals one of the section's names or synonyms (English case-insensitively; "目标 / Goal"
+  matches by either half).
 - Duplicate titles (a known write-side defect: two `# 交接账本 …` lines with different
-  timestamps): every level-1 heading that is not itself a section heading is a ledger title,
-  and the LAST title starts the current ledger; everything before it is ignored and
-  `duplicate_titles` counts the extra titles.
-- A section runs until the next section heading, or until any other heading at the same or a
-  shallower level; such a foreign heading and its content are ignored with a warning. Deeper
-  headings inside a section are items of their own (`block="heading"`).
+  timestamps): a level-1 heading that is not a section heading is a ledger title when it is
+  the first one, repeats the first one's words (dates and numbers aside) or names a
+  ledger/hand-off; the LAST title starts the current ledger, everything before it is ignored
+  and `duplicate_titles` counts the extra titles.
+- Any other heading that is not nested inside a section (a `## 决策`, a `# Notes`) starts an
+  "other" section, carried at the lowest weight under its own heading and named in
+  `Ledger.unrecognised`; text between the title and the first section is an "other" section
+  without a heading. Nothing is dropped silently.
+- A section runs until the next heading at the same or a shallower level. Deeper headings
+  inside a section are items of their own (`block="heading"`).
 - Items are the section's top-level blocks: a list item together with its continuation lines
   and nested sub-items, a paragraph, a fenced block, a table, a quote. Pure HTML comments and
   thematic breaks are skipped.
 - An item's kind comes from EXPLICIT markers in its text only, never from the section it sits
   in: the earliest marker wins (see `item_kind`). Without a marker the kind is "plain", so a
   success written under 已试方案与失败原因 stays a success.
-- A section that appears twice gets the later items appended to the first, with a warning.
+- A known section that appears twice gets the later items appended to the first, with a
+  warning.
 """
 
 from __future__ import annotations
@@ -35,12 +41,81 @@ from typing import Literal
 
 from markdown_it import MarkdownIt
 
-SectionKind = Literal["status", "goal", "tried", "next"]
+KnownKind = Literal["status", "goal", "tried", "next"]
+SectionKind = Literal["status", "goal", "tried", "next", "other"]
 ItemKind = Literal["success", "failure", "todo", "done", "meta", "status", "goal", "plain"]
 BlockKind = Literal["list", "paragraph", "heading", "other"]
 
-# Canonical (display) order of the sections; budget order is by weight (carry.truncate).
-SECTION_ORDER: tuple[SectionKind, ...] = ("status", "goal", "tried", "next")
+
+
+@dataclass(frozen=True)
+class SectionSpec:
+    """One known ledger section: its kind, default names (configurable), synonyms, weight."""
+
+    kind: KnownKind
+    names: tuple[str, ...]  # the defaults of `carry.sections.<kind>`; configuration replaces them
+    aliases: tuple[str, ...]  # built-in synonyms, always recognised besides the names
+    weight: float  # share of the ledger budget (seed P6: .35 / .30 / .20 / .15)
+
+
+# THE table of ledger sections, in canonical order. Synonyms are broad on purpose: a ledger
+# whose sections are called `## 状态 / ## 目标 / ## 失败尝试 / ## 下一步` must not lose them.
+SECTION_TABLE: tuple[SectionSpec, ...] = (
+    SectionSpec(
+        "status",
+        ("任务状态", "Task status"),
+        (
+            "状态", "当前状态", "进展", "现状", "当前进展", "进度", "当前进度", "任务进度", "近况",
+            "Status", "Current status", "Current state", "State", "Progress", "Task state",
+            "Where we are", "Where things stand", "Situation",
+        ),
+        0.15,
+    ),
+    SectionSpec(
+        "goal",
+        ("目标", "Goal"),
+        (
+            "任务", "任务目标", "目的", "总目标", "当前目标", "本次目标", "需求",
+            "Goals", "Objective", "Objectives", "Mission", "Task", "Aim", "Purpose",
+            "The goal", "Current goal",
+        ),
+        0.20,
+    ),
+    SectionSpec(
+        "tried",
+        ("已试方案与失败原因", "Tried approaches and failure reasons"),
+        (
+            "失败尝试", "踩坑", "踩坑记录", "死路", "已尝试", "已试", "已试方案", "尝试过的方案",
+            "失败方案", "失败原因", "走过的弯路", "弯路", "排除项", "已排除", "试过的方法",
+            "Dead ends", "Dead end", "Tried", "What failed", "What didn't work", "Attempts",
+            "Failed attempts", "Tried approaches", "Tried approaches and failures",
+            "Failed approaches", "What we tried", "Approaches tried", "Things tried",
+            "Ruled out", "Pitfalls",
+        ),
+        0.35,
+    ),
+    SectionSpec(
+        "next",
+        ("进度与下一步", "Progress and next steps"),
+        (
+            "下一步", "待办", "后续", "后续步骤", "下一步计划", "待办事项", "待做", "接下来",
+            "Next", "Next steps", "Next step", "Next actions", "TODO", "Todo", "To do",
+            "To-do", "Open items", "Open tasks", "Remaining work", "Progress and next step",
+            "Task list", "Tasks",
+        ),
+        0.30,
+    ),
+)  # fmt: skip
+
+# Canonical order of the known sections; budget order is by weight (carry.truncate).
+SECTION_ORDER: tuple[KnownKind, ...] = tuple(spec.kind for spec in SECTION_TABLE)
+# Sections under a heading of the ledger's own get the lowest weight of all: no share of
+# their own, only what the known sections leave (and always room for a pointer).
+OTHER_WEIGHT = 0.0
+WEIGHTS: dict[SectionKind, float] = {
+    **{spec.kind: spec.weight for spec in SECTION_TABLE},
+    "other": OTHER_WEIGHT,
+}
 
 
 @dataclass(frozen=True)
@@ -58,7 +133,7 @@ class LedgerItem:
 @dataclass(frozen=True)
 class LedgerSection:
     kind: SectionKind
-    heading: str  # the heading's source line(s), e.g. "## 已试方案与失败原因"
+    heading: str  # the heading's source line(s), e.g. "## 已试方案与失败原因" ("" for a preamble)
     items: tuple[LedgerItem, ...]
     line_start: int  # the heading line
     line_end: int  # last line of the section's last item (the heading line when empty)
@@ -69,9 +144,19 @@ class LedgerSection:
 class Ledger:
     title: str | None  # text of the current (last) title, without "#"
     title_line: int | None
-    sections: tuple[LedgerSection, ...]  # document order, at most one per kind
+    sections: tuple[LedgerSection, ...]  # document order, at most one per known kind
     duplicate_titles: int  # titles beyond the first (0 for a healthy ledger)
     warnings: tuple[str, ...]
+    unrecognised: tuple[str, ...] = ()  # headings of the "other" sections, document order
+
+    @property
+    def recognised(self) -> tuple[KnownKind, ...]:
+        """Return the known section kinds the ledger has, in document order."""
+        known: list[KnownKind] = []
+        for section in self.sections:
+            if section.kind != "other":
+                known.append(section.kind)
+        return tuple(known)
 
     def section(self, kind: SectionKind) -> LedgerSection | None:
         """Given a section kind, return that section or None."""
@@ -81,34 +166,22 @@ class Ledger:
         return None
 
 
+def _names(kind: KnownKind) -> tuple[str, ...]:
+    return next(spec.names for spec in SECTION_TABLE if spec.kind == kind)
+
+
 @dataclass(frozen=True)
 class SectionNames:
-    """Heading names per section; the defaults equal `settings.carry.sections`' defaults.
+    """Configured heading names per known section (`[carry.sections]`), defaults from the table.
 
-    The caller builds it from settings:
-    `SectionNames(**dataclasses.asdict(settings.carry.sections))`.
+    `daemon.config` uses this class as its `LedgerSections`, so the defaults live here only.
+    Configured names replace a section's default names; its built-in synonyms stay.
     """
 
-    status: tuple[str, ...] = ("任务状态", "Task status")
-    goal: tuple[str, ...] = ("目标", "Goal")
-    tried: tuple[str, ...] = ("已试方案与失败原因", "Tried approaches and failure reasons")
-    next: tuple[str, ...] = ("进度与下一步", "Progress and next steps")
-
-
-# Short English aliases always recognised besides the configured names (a ledger written by
-# a host in English rarely spells the long default names exactly).
-BUILTIN_ALIASES: dict[SectionKind, tuple[str, ...]] = {
-    "status": ("Status", "Current status", "Task state"),
-    "goal": ("Goals", "Objective", "Objectives"),
-    "tried": (
-        "Tried",
-        "Tried approaches",
-        "Tried approaches and failures",
-        "Failed approaches",
-        "What we tried",
-    ),
-    "next": ("Next steps", "Next", "Progress", "Progress and next step"),
-}
+    status: tuple[str, ...] = _names("status")
+    goal: tuple[str, ...] = _names("goal")
+    tried: tuple[str, ...] = _names("tried")
+    next: tuple[str, ...] = _names("next")
 
 
 @dataclass(frozen=True)
@@ -214,6 +287,7 @@ def normalize_heading(text: str) -> str:
     folded = folded.replace("\ufe0f", "").replace("\ufe0e", "")
     folded = " ".join(folded.split()).casefold()
     folded = _NUMBERING.sub("", folded, count=1)
+    folded = re.sub(r"(?<=[a-z])[-‐](?=[a-z])", " ", folded)  # "dead-ends" == "dead ends"
     for _ in range(3):
         stripped = _TRAILING_PAREN.sub("", folded)
         if stripped == folded or not stripped:
@@ -222,31 +296,66 @@ def normalize_heading(text: str) -> str:
     return _TRAILING_PUNCTUATION.sub("", folded.strip()).strip()
 
 
-def _section_table(names: SectionNames) -> dict[str, SectionKind]:
-    table: dict[str, SectionKind] = {}
-    for kind in SECTION_ORDER:
-        configured: Sequence[str] = getattr(names, kind)
-        for name in (*configured, *BUILTIN_ALIASES[kind]):
+def _section_table(names: SectionNames) -> dict[str, KnownKind]:
+    table: dict[str, KnownKind] = {}
+    for spec in SECTION_TABLE:
+        configured: Sequence[str] = getattr(names, spec.kind)
+        for name in (*configured, *spec.aliases):
             key = normalize_heading(name)
             if key:
-                table.setdefault(key, kind)
+                table.setdefault(key, spec.kind)
     return table
 
 
-def section_kind_of(heading_text: str, names: SectionNames = SectionNames()) -> SectionKind | None:
-    """Given a heading's text, return the ledger section it names, or None."""
+def section_kind_of(heading_text: str, names: SectionNames = SectionNames()) -> KnownKind | None:
+    """Given a heading's text, return the known ledger section it names, or None."""
     return _match_section(heading_text, _section_table(names))
 
 
-def _match_section(heading_text: str, table: dict[str, SectionKind]) -> SectionKind | None:
+# Between the halves of a heading that names a section twice ("目标 / Goal", "Tried & failed",
+# "Status 状态") or names it with a rider ("Tried, didn't work").
+_HALVES = re.compile(
+    r"\s*(?:[/|｜·&+,;，；、]|\band\b|\bor\b|与|和|及|以及)\s*"
+    r"|(?<=[a-z])\s+(?=[\u4e00-\u9fff])|(?<=[\u4e00-\u9fff])\s+(?=[a-z])"
+)
+# Generic words a Chinese heading may add after a section's name ("下一步要做的", "踩坑记录").
+_CJK_RIDERS = re.compile(r"(?:要做的|要做|记录|清单|列表|汇总|一览|事项|部分|情况|说明|备忘|们)+")
+_IDEOGRAPHS = re.compile(r"^[\u4e00-\u9fff]")
+
+
+def _match_section(heading_text: str, table: dict[str, KnownKind]) -> KnownKind | None:
+    """Given a heading's text and the name table, return the section it names, or None.
+
+    In order: the whole heading; either half of a heading that joins two names; a heading
+    that starts with a name and adds only a rider (an English name followed by more words,
+    "Next up"; a Chinese name followed by a generic word, "下一步要做的"), longest name first.
+    """
     key = normalize_heading(heading_text)
     if key in table:
         return table[key]
-    for part in re.split(r"\s*[/|｜·]\s*", key):
+    for part in _HALVES.split(key):
         part = part.strip().rstrip(":")
         if part in table:
             return table[part]
+    for name in sorted(table, key=lambda name: (-len(name), name)):
+        if not key.startswith(name) or len(key) == len(name):
+            continue
+        rest = key[len(name) :]
+        if _IDEOGRAPHS.match(name):
+            if _CJK_RIDERS.fullmatch(rest.strip()):
+                return table[name]
+        elif rest[0] in " -—–:(" and not _IDEOGRAPHS.match(rest.strip() or "x"):
+            return table[name]
     return None
+
+
+_TITLE_WORDS = re.compile(r"交接|账本|接力|handoff|hand-off|hand off|ledger|carry", re.IGNORECASE)
+_TITLE_NOISE = re.compile(r"[\d\W_]+")
+
+
+def _title_skeleton(text: str) -> str:
+    """Given a title, return its words without dates, times, numbers and punctuation."""
+    return _TITLE_NOISE.sub("", normalize_heading(text))
 
 
 # Kind markers. The leftmost marker that stands in a marker context wins; at one position the
@@ -355,6 +464,24 @@ class _Draft:
         self.first_level = self.level
 
 
+def _title_indices(blocks: Sequence[Block], table: dict[str, KnownKind]) -> list[int]:
+    """Given the blocks, return the indices of the level-1 headings that are ledger titles."""
+    titles: list[int] = []
+    first = ""
+    for index, block in enumerate(blocks):
+        if block.kind != "heading" or block.heading_level != 1:
+            continue
+        if _match_section(block.heading_text, table) is not None:
+            continue
+        skeleton = _title_skeleton(block.heading_text)
+        if not titles:
+            titles.append(index)
+            first = skeleton
+        elif skeleton == first or _TITLE_WORDS.search(block.heading_text):
+            titles.append(index)
+    return titles
+
+
 def parse_ledger(text: str, *, names: SectionNames = SectionNames()) -> Ledger:
     """Given a ledger's text, return its current title, sections, items and warnings."""
     lines = source_lines(text)
@@ -362,13 +489,7 @@ def parse_ledger(text: str, *, names: SectionNames = SectionNames()) -> Ledger:
     table = _section_table(names)
     warnings: list[str] = []
 
-    titles = [
-        index
-        for index, block in enumerate(blocks)
-        if block.kind == "heading"
-        and block.heading_level == 1
-        and _match_section(block.heading_text, table) is None
-    ]
+    titles = _title_indices(blocks, table)
     title: str | None = None
     title_line: int | None = None
     first_block = 0
@@ -385,33 +506,36 @@ def parse_ledger(text: str, *, names: SectionNames = SectionNames()) -> Ledger:
     def snippet(start: int, end: int) -> str:
         return "\n".join(lines[start - 1 : end])
 
-    drafts: dict[SectionKind, _Draft] = {}
+    drafts: list[_Draft] = []  # document order
+    known: dict[SectionKind, _Draft] = {}
     current: _Draft | None = None
     for block in blocks[first_block:]:
         if block.kind == "heading":
             kind = _match_section(block.heading_text, table)
             if kind is not None:
-                if kind in drafts:
+                if kind in known:
                     warnings.append(
                         f"line {block.line_start}: section '{kind}' appears again; "
                         "its items are added to the first one"
                     )
-                    current = drafts[kind]
+                    current = known[kind]
                     current.level = block.heading_level
                 else:
                     heading = snippet(block.line_start, block.line_end).rstrip()
                     current = _Draft(kind, heading, block.line_start, block.heading_level)
-                    drafts[kind] = current
+                    known[kind] = current
+                    drafts.append(current)
                 continue
-            if current is None or block.heading_level <= current.level:
-                warnings.append(
-                    f"line {block.line_start}: heading '{block.heading_text.strip()}' "
-                    "is not a ledger section; ignored with its content"
-                )
-                current = None
+            if current is None or not current.heading or block.heading_level <= current.level:
+                heading = snippet(block.line_start, block.line_end).rstrip()
+                current = _Draft("other", heading, block.line_start, block.heading_level)
+                drafts.append(current)
                 continue
-        if current is None or block.kind in ("comment", "rule"):
+        if block.kind in ("comment", "rule"):
             continue
+        if current is None:  # text between the title and the first heading
+            current = _Draft("other", "", block.line_start, 0)
+            drafts.append(current)
         raw = snippet(block.line_start, block.line_end)
         current.items.append(
             LedgerItem(
@@ -428,12 +552,30 @@ def parse_ledger(text: str, *, names: SectionNames = SectionNames()) -> Ledger:
             max([draft.line_start, *(item.line_end for item in draft.items)]),
             draft.first_level,
         )
-        for draft in drafts.values()
+        for draft in drafts
+        if draft.kind != "other" or draft.items or draft.heading
     )
+    unrecognised = tuple(
+        heading_text(section.heading)
+        for section in built
+        if section.kind == "other" and section.heading
+    )
+    if unrecognised:
+        warnings.append(
+            "sections the ledger's table does not know, carried at the lowest weight: "
+            + ", ".join(repr(name) for name in unrecognised)
+        )
     return Ledger(
         title=title,
         title_line=title_line,
         sections=built,
         duplicate_titles=max(0, len(titles) - 1),
         warnings=tuple(warnings),
+        unrecognised=unrecognised,
     )
+
+
+def heading_text(heading: str) -> str:
+    """Given a heading's source line(s), return its text ("" for none; setext underline cut)."""
+    first = heading.split("\n", 1)[0].strip()
+    return first.lstrip("#").strip()

@@ -16,9 +16,13 @@ marker nested inside another region is ignored ("### 2.2.5 当前状态" under "
 history). Everything that is not history is the current state — the file's top until the first
 marker too — so a plan without markers is all current.
 
-Only the current state goes into the carry (`plan_current_for_carry`, 3,000 chars by default),
-cut on block and line boundaries with a "+N more lines → path:lines" pointer. `archive_plan`
-is the pure half of `carryd plan archive`: what moves, what remains, and a losslessness check.
+Only the current state goes into the carry in full (`plan_current_for_carry`, 3,000 chars by
+default), cut on block and line boundaries with a "+N more lines → path:lines" pointer, its
+headings demoted one level so the plan's own `#` title sits under the carry's heading. The
+history is never injected in full: `history_items` gives each history entry (a list item or
+paragraph) with its date — its own, else its heading's — for the carry's anchor table.
+`archive_plan` is the pure half of `carryd plan archive`: what moves, what remains, and a
+losslessness check.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from carryd.carry.ledger import Block, markdown_blocks, normalize_heading, source_lines
+from carryd.carry.recency import DateKey, explicit_date
 from carryd.carry.truncate import line_span
 
 PlanMode = Literal["current", "history"]
@@ -143,6 +148,82 @@ def split_plan(text: str) -> PlanParts:
         history_blocks=tuple(history_runs),
         current_units=tuple(units),
     )
+
+
+@dataclass(frozen=True)
+class HistoryItem:
+    """One history entry of a plan: a list item or paragraph under a history heading."""
+
+    text: str
+    line_start: int
+    line_end: int
+    date: str | None  # the date as written, the item's own or else its nearest heading's
+    recency: DateKey  # the date as a key, else the newest date above it; (0, 0, 0) for none
+
+
+def history_items(text: str) -> tuple[HistoryItem, ...]:
+    """Given PLAN.md's text, return its history entries in document order, each with a date.
+
+    Headings are not entries (never a bare heading); a heading's date ("### 2026-09-01",
+    "## 2.2.5 (9月1日)") dates the entries under it that have none of their own.
+    """
+    lines = source_lines(text)
+    blocks = markdown_blocks(text)
+    items: list[HistoryItem] = []
+    heading_dates: dict[int, tuple[DateKey, str]] = {}  # level → the date of that heading
+    newest: DateKey = (0, 0, 0)
+    year = 0
+    for block, mode in zip(blocks, _modes(blocks), strict=True):
+        if block.kind == "heading":
+            for level in [level for level in heading_dates if level >= block.heading_level]:
+                del heading_dates[level]
+            found = explicit_date(f"- {block.heading_text}", year=year) or _date_anywhere(
+                block.heading_text, year
+            )
+            if found is not None:
+                heading_dates[block.heading_level] = found
+                year = found[0][0] or year
+            continue
+        if mode != "history" or block.kind in ("comment", "rule"):
+            continue
+        body = "\n".join(lines[block.line_start - 1 : block.line_end])
+        own = explicit_date(body, year=year)
+        inherited = heading_dates[max(heading_dates)] if heading_dates else None
+        found = own or inherited
+        if found is not None:
+            year = found[0][0] or year
+        recency = found[0] if found is not None else newest
+        newest = max(newest, recency)
+        items.append(
+            HistoryItem(
+                body, block.line_start, block.line_end, found[1] if found else None, recency
+            )
+        )
+    return tuple(items)
+
+
+_ANY_DATE = re.compile(r"(?<!\d)(20\d{2})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})(?!\d)")
+
+
+def _date_anywhere(text: str, year: int) -> tuple[DateKey, str] | None:
+    match = _ANY_DATE.search(text)
+    if match is None:
+        return None
+    key = (int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    return (key, match.group(0)) if 1 <= key[1] <= 12 and 1 <= key[2] <= 31 else None
+
+
+def demoted(units: Sequence[PlanUnit]) -> tuple[PlanUnit, ...]:
+    """Given current-state units, return them with every ATX heading one level deeper, so the
+    plan's own `#` title sits under the carry's `#` heading."""
+    result: list[PlanUnit] = []
+    for unit in units:
+        if unit.kind == "heading" and unit.text.startswith("#") and not unit.text.startswith(
+            "######"
+        ):
+            unit = PlanUnit("#" + unit.text, unit.line_start, unit.line_end, unit.kind)
+        result.append(unit)
+    return tuple(result)
 
 
 def _current_spans(parts: PlanParts) -> list[tuple[int, int]]:

@@ -4,8 +4,11 @@
 when the budget is tight (lower first). Required segments reserve their space before anything
 else and fail closed with `PromptBudgetError` when they alone do not fit: the discipline and
 the trailer are never silently dropped. Optional segments are atomic: they fit whole or are
-dropped with a reason. A segment that can shrink (the ledger, the plan, the anchor table) is
-sized by its caller beforehand with `remaining_chars`, so here it is atomic too.
+dropped with a reason — except a segment that can shrink (the ledger, the plan, the anchor
+table): it carries a `fit` function, which the planner calls, in budget order, with the room
+that is left (capped by the segment's own `max_chars`) and the texts selected so far; the
+segment is selected whole ("fits"), cut ("shrunk") or dropped. Only the planner sizes
+segments; callers never pre-size them.
 
 Every character counts: segments are joined by `SEPARATOR` and the text ends with one
 newline, and both are inside the budget.
@@ -13,7 +16,8 @@ newline, and both are inside the budget.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -23,16 +27,22 @@ SEPARATOR = "\n\n"
 TERMINATOR = "\n"
 
 SegmentStatus = Literal["selected", "dropped"]
-SegmentReason = Literal["required", "fits", "over_budget", "empty"]
+SegmentReason = Literal["required", "fits", "shrunk", "over_budget", "empty"]
+
+# Given the room a shrinkable segment may fill and the texts already selected (by name, in
+# budget order), return its text within that room ("" when nothing useful fits). Pure.
+Fit = Callable[[int, Mapping[str, str]], str]
 
 
 @dataclass(frozen=True)
 class PromptSegment:
     name: str
-    text: str  # without a trailing newline; "" means there is nothing to say
+    text: str  # its whole text, without a trailing newline; "" means there is nothing to say
     required: bool
     priority: int  # display position, lower first
     budget_priority: int  # who gets space first, lower first
+    fit: Fit | None = None  # how to shrink it; None: atomic
+    max_chars: int | None = None  # its own cap (a shrinkable segment's budget), None: none
 
 
 @dataclass(frozen=True)
@@ -113,15 +123,36 @@ def plan_prompt(segments: Sequence[PromptSegment], *, budget_chars: int) -> Prom
     optional = [s for s in segments if not s.required and s.text]
     for segment in sorted(optional, key=lambda s: (s.budget_priority, s.priority, s.name)):
         room = remaining_chars([s.text for s in chosen], budget_chars)
-        if len(segment.text) <= room:
-            chosen.append(segment)
-            decide(segment, "selected", "fits", f"{len(segment.text)} chars fit in {room} left.")
+        cap = room if segment.max_chars is None else min(room, max(segment.max_chars, 0))
+        if segment.fit is None:
+            if len(segment.text) <= cap:
+                chosen.append(segment)
+                decide(segment, "selected", "fits", f"{len(segment.text)} chars fit in {cap} left.")
+                continue
+            shrunk = ""
+        else:
+            shrunk = segment.fit(cap, {s.name: s.text for s in chosen})
+            if shrunk == segment.text and len(shrunk) <= cap:
+                chosen.append(segment)
+                decide(segment, "selected", "fits", f"{len(segment.text)} chars fit in {cap} left.")
+                continue
+        if shrunk and len(shrunk) <= cap:
+            chosen.append(dataclasses.replace(segment, text=shrunk))
+            decisions[segment.name] = SegmentDecision(
+                name=segment.name,
+                status="selected",
+                reason="shrunk",
+                chars=len(shrunk),
+                priority=segment.priority,
+                budget_priority=segment.budget_priority,
+                explanation=f"{len(segment.text)} chars cut to {len(shrunk)} to fit {cap}.",
+            )
         else:
             decide(
                 segment,
                 "dropped",
                 "over_budget",
-                f"{len(segment.text)} chars do not fit in the {room} left.",
+                f"{len(segment.text)} chars do not fit in the {cap} left.",
             )
 
     shown = sorted(chosen, key=lambda s: (s.priority, s.name))

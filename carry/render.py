@@ -2,42 +2,59 @@
 
 The carry is planned like a prompt (S15's two-level budgets, DESIGN.md "Carry"):
 
-| segment    | position | gets space | kind                                                    |
-|------------|----------|------------|---------------------------------------------------------|
-| discipline | 0        | reserved   | required; `carry.discipline` byte for byte, first (I1)  |
-| notice     | 1        | reserved   | required when the ledger or the plan is missing         |
-| anchors    | 2        | 2nd        | id, L0, path:lines of every PLAN and ledger entry (P5)  |
-| ledger     | 3        | 1st        | four sections, weighted truncation (P6)                 |
-| plan       | 4        | 3rd        | PLAN.md's current state (P8)                            |
-| memory     | 5        | 4th        | S15 selection over recall hits (goal + next steps)      |
-| trailer    | 9        | reserved   | required; how to expand an anchor, where the files are  |
+| segment    | position | gets space | kind                                                      |
+|------------|----------|------------|-----------------------------------------------------------|
+| discipline | 0        | reserved   | required; `carry.discipline` byte for byte, first (I1)    |
+| notice     | 1        | reserved   | required when the ledger or the plan is missing           |
+| ledger     | 2        | 1st        | sections by weight, items by state and recency (P6)       |
+| plan       | 3        | 2nd        | PLAN.md's current state, headings demoted (P8)            |
+| memory     | 4        | 3rd        | S15 selection over recall hits                            |
+| anchors    | 5        | 4th        | PLAN history entries, dated, in what the plan leaves (P5) |
+| trailer    | 9        | reserved   | required; how to read more, where the files are           |
 
-Segments that can shrink (ledger, anchors, plan) are sized before planning, in the planner's
-own budget order, to what the total leaves them; the recalled-memory segment is packed under
-its own policy and then planned atomically. Every text that enters the carry is redacted (I3)
-before it is measured, so redaction can never push the carry over its budget. Nothing here
-reads the clock, the environment or a file, and nothing iterates an unordered collection:
-same inputs, same bytes (hashes and timestamps belong to the manifest, written by the daemon).
+Status and next steps come first, history last. The ledger, plan and anchors segments shrink:
+the planner (`planner.plan_prompt`) alone sizes them, in its budget order, through their `fit`
+functions; the recalled-memory segment is packed under its own policy and planned atomically.
+Items the ledger cut leaves out are anchored in place (one-line summaries with their lines; a
+pointer naming the `carryd expand` ids), so the anchor table holds only what has no place in the
+carry: the plan's history. An empty segment is left out, and a carry that names no `mem_…` id
+gets a trailer that does not offer to expand one.
+
+A ledger in which fewer than two of the four known sections are recognised is not planned:
+the carry is the flat fallback (`CarryPlan.fallback == "too_few_sections"`), for the manifest
+to say so. Every text that enters the carry is redacted (I3) before it is measured, so
+redaction can never push the carry over its budget. Nothing here reads the clock, the
+environment or a file, and nothing iterates an unordered collection: same inputs, same bytes
+(hashes and timestamps belong to the manifest, written by the daemon).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
-from carryd.carry.anchors import AnchorRow, anchor_rows, render_anchor_table
+from carryd.carry.anchors import AnchorRow, history_rows, render_anchor_table
 from carryd.carry.budgets import CarryBudgets
-from carryd.carry.flat import safe_prefix, trailer
+from carryd.carry.flat import FlatInputs, build_flat_carry, safe_prefix, trailer
 from carryd.carry.ledger import Ledger, SectionNames, parse_ledger
-from carryd.carry.plan import PlanParts, join_units, plan_current_for_carry, split_plan
+from carryd.carry.plan import (
+    PlanParts,
+    demoted,
+    history_items,
+    join_units,
+    plan_current_for_carry,
+    split_plan,
+)
 from carryd.carry.planner import (
     PromptPlan,
     PromptSegment,
     SegmentDecision,
     plan_prompt,
-    remaining_chars,
 )
+from carryd.carry.recency import item_facts, ledger_year, priority_order
 from carryd.carry.select import (
     MemoryContextPlan,
     MemoryDecision,
@@ -47,14 +64,18 @@ from carryd.carry.select import (
     select_memory_context,
 )
 from carryd.carry.sidecar import apply_sidecar, parse_sidecar
-from carryd.carry.truncate import render_section, truncate_ledger
-from carryd.index.entries import Entry, parse_entries
+from carryd.carry.summary import flatten
+from carryd.carry.truncate import EntrySpan, render_section, truncate_ledger
+from carryd.index.entries import parse_entries
 from carryd.index.recall import RecallHit
 from carryd.index.redact import redact
 
 QUERY_MAX_CHARS = 1_000
 
-ANCHORS_HEADING = "# Anchors (`carryd expand <id>` prints an entry's full text)"
+ANCHORS_HEADING = "# Plan history, not shown above (`carryd expand <id>` prints an entry)"
+MIN_SECTIONS = 2  # fewer recognised ledger sections than this: the flat carry is better
+FallbackReason = Literal["too_few_sections"]
+_ANCHOR_ID = re.compile(r"mem_[0-9a-f]{32}")
 MEMORY_HEADING = "# Recalled memory (for the ledger's goal and next steps)"
 
 
@@ -84,6 +105,8 @@ class CarryPlan:
     warnings: tuple[str, ...]  # sidecar and ledger problems: fail-soft, for the manifest
     used_chars: int
     budget_chars: int
+    fallback: FallbackReason | None = None  # set: `text` is the flat carry, for this reason
+    unrecognised_sections: tuple[str, ...] = ()  # ledger headings outside the section table
 
 
 def ledger_of(inputs: CarryInputs) -> Ledger | None:
@@ -116,6 +139,50 @@ def recall_query(inputs: CarryInputs) -> str:
     return query
 
 
+MAX_QUERIES = 12  # goal + status + open next steps: enough for a long ledger's open list
+
+
+def recall_queries(inputs: CarryInputs) -> tuple[str, ...]:
+    """Given the inputs, return the short recall queries for the memory segment (issue 10):
+    the goal's first sentence, the current status line, then each open next step (newest
+    first) — each its first sentence, redacted, without repeats; () without a ledger.
+
+    A short query is one a matching note covers well; one long query (`recall_query`) is
+    covered by nothing, so lexical confidence never reaches the inject threshold.
+    """
+    ledger = ledger_of(inputs)
+    if ledger is None:
+        return ()
+    pieces: list[str] = []
+    goal = ledger.section("goal")
+    if goal is not None and goal.items:
+        pieces.append(goal.items[0].text)
+    for kind in ("status", "next"):
+        section = ledger.section(kind)
+        if section is None or not section.items:
+            continue
+        facts = item_facts(section.items, kind, year=ledger_year(ledger.title))
+        open_items = [
+            section.items[index]
+            for index in priority_order(section.items, facts)
+            if facts[index].state == "open"
+        ]
+        pieces.extend(item.text for item in (open_items[:1] if kind == "status" else open_items))
+    queries: list[str] = []
+    for piece in pieces:
+        _, flat = flatten(redact(piece))
+        query = _first_sentence(flat)
+        if query and query not in queries:
+            queries.append(query)
+    return tuple(queries[:MAX_QUERIES])
+
+
+def _first_sentence(text: str) -> str:
+    match = re.search(r"[。！？]|[.!?](?=\s|$)", text)
+    sentence = text[: match.end()] if match else text
+    return safe_prefix(sentence.strip(), QUERY_MAX_CHARS // 4).strip()
+
+
 def build_carry(inputs: CarryInputs, budgets: CarryBudgets = CarryBudgets()) -> CarryPlan:
     """Given the inputs and budgets, return the planned carry and its decision logs.
 
@@ -123,48 +190,111 @@ def build_carry(inputs: CarryInputs, budgets: CarryBudgets = CarryBudgets()) -> 
     """
     warnings: list[str] = []
     ledger = _parsed_ledger(inputs, warnings)
+    unrecognised = tuple(redact(name) for name in ledger.unrecognised) if ledger else ()
+    if _too_few_sections(inputs, ledger):
+        return _flat_plan(inputs, budgets, warnings, unrecognised)
     closing = redact(
         trailer(inputs.workspace, ledger_path=inputs.ledger_path, plan_path=inputs.plan_path)
     )
     notice = redact(missing_notice(inputs))
-    # Texts already given space, in the planner's budget order: required, ledger, anchors.
-    taken = [text for text in (inputs.discipline, notice, closing) if text]
-
-    ledger_segment = _ledger_segment(inputs, ledger, budgets, taken, warnings)
-    _claim(taken, ledger_segment, budgets.total_chars)
-
-    rows = _anchor_rows(inputs, ledger)
-    anchors_segment, anchors_shown = _anchors_segment(
-        rows, remaining_chars(taken, budgets.total_chars)
-    )
-    _claim(taken, anchors_segment, budgets.total_chars)
-
-    plan_segment = _plan_segment(inputs, budgets, taken)
-
     memory, excluded = _memory(inputs, budgets.memory)
     memory_segment = f"{MEMORY_HEADING}\n{memory.context}" if memory.context else ""
+    rows, newest_first = _history_rows(inputs)
 
     segments = [
         PromptSegment("discipline", inputs.discipline, True, priority=0, budget_priority=0),
         PromptSegment("notice", notice, True, priority=1, budget_priority=0),
-        PromptSegment("anchors", anchors_segment, False, priority=2, budget_priority=2),
-        PromptSegment("ledger", ledger_segment, False, priority=3, budget_priority=1),
-        PromptSegment("plan", plan_segment, False, priority=4, budget_priority=3),
-        PromptSegment("memory", memory_segment, False, priority=5, budget_priority=4),
+        _ledger_segment(inputs, ledger, budgets),
+        _plan_segment(inputs, budgets),
+        PromptSegment("memory", memory_segment, False, priority=4, budget_priority=3),
+        _anchors_segment(rows, newest_first, budgets),
         PromptSegment("trailer", closing, True, priority=9, budget_priority=0),
     ]
     planned: PromptPlan = plan_prompt(segments, budget_chars=budgets.total_chars)
+    planned = _without_dangling_expand(planned, inputs, closing)
+    anchors = next(d for d in planned.decisions if d.name == "anchors")
     return CarryPlan(
         text=planned.text,
         segment_decisions=planned.decisions,
         memory_decisions=memory.decisions,
         memory_excluded=excluded,
-        anchors_shown=anchors_shown if _selected(planned, "anchors") else 0,
+        anchors_shown=_rows_in(planned.text, rows) if anchors.status == "selected" else 0,
         anchors_total=len(rows),
         warnings=tuple(redact(warning) for warning in warnings),
         used_chars=planned.used_chars,
         budget_chars=budgets.total_chars,
+        unrecognised_sections=unrecognised,
     )
+
+
+def _too_few_sections(inputs: CarryInputs, ledger: Ledger | None) -> bool:
+    """A ledger with text but fewer than two recognised sections is carried flat."""
+    if ledger is None or inputs.ledger_text is None or not inputs.ledger_text.strip():
+        return False
+    return len(set(ledger.recognised)) < MIN_SECTIONS
+
+
+def _flat_plan(
+    inputs: CarryInputs,
+    budgets: CarryBudgets,
+    warnings: list[str],
+    unrecognised: tuple[str, ...],
+) -> CarryPlan:
+    flat = build_flat_carry(
+        FlatInputs(
+            workspace=inputs.workspace,
+            discipline=inputs.discipline,
+            plan_text=inputs.plan_text,
+            ledger_text=inputs.ledger_text,
+            plan_path=inputs.plan_path,
+            ledger_path=inputs.ledger_path,
+        ),
+        total_chars=budgets.total_chars,
+        plan_chars=budgets.plan_chars,
+        ledger_chars=budgets.ledger_chars,
+    )
+    warnings.append(
+        f"ledger: fewer than {MIN_SECTIONS} of the four sections recognised; carried flat"
+    )
+    return CarryPlan(
+        text=flat.text,
+        segment_decisions=flat.decisions,
+        memory_decisions=(),
+        memory_excluded=(),
+        anchors_shown=0,
+        anchors_total=0,
+        warnings=tuple(redact(warning) for warning in warnings),
+        used_chars=flat.used_chars,
+        budget_chars=budgets.total_chars,
+        fallback="too_few_sections",
+        unrecognised_sections=unrecognised,
+    )
+
+
+def _without_dangling_expand(planned: PromptPlan, inputs: CarryInputs, closing: str) -> PromptPlan:
+    """Given the planned carry, return it with the trailer that does not offer `carryd expand`
+    when no `mem_…` id made it into the carry (a shorter trailer: the budget still holds)."""
+    body = planned.text[: len(planned.text) - len(closing) - 1]
+    if _ANCHOR_ID.search(body) or not planned.text.endswith(closing + "\n"):
+        return planned
+    short = redact(
+        trailer(
+            inputs.workspace,
+            ledger_path=inputs.ledger_path,
+            plan_path=inputs.plan_path,
+            expand=False,
+        )
+    )
+    text = body + short + "\n"
+    decisions = tuple(
+        dataclasses.replace(decision, chars=len(short)) if decision.name == "trailer" else decision
+        for decision in planned.decisions
+    )
+    return dataclasses.replace(planned, text=text, decisions=decisions, used_chars=len(text))
+
+
+def _rows_in(text: str, rows: Sequence[AnchorRow]) -> int:
+    return sum(1 for row in rows if f"| {row.location} |" in text)
 
 
 def _parsed_ledger(inputs: CarryInputs, warnings: list[str]) -> Ledger | None:
@@ -179,16 +309,6 @@ def _parsed_ledger(inputs: CarryInputs, warnings: list[str]) -> Ledger | None:
         if sidecar is not None:
             ledger = apply_sidecar(ledger, sidecar)
     return ledger
-
-
-def _claim(taken: list[str], text: str, total_chars: int) -> None:
-    """Given the texts that have space, add `text` when the planner will select it too."""
-    if text and len(text) <= remaining_chars(taken, total_chars):
-        taken.append(text)
-
-
-def _selected(plan: PromptPlan, name: str) -> bool:
-    return any(d.name == name and d.status == "selected" for d in plan.decisions)
 
 
 def missing_notice(inputs: CarryInputs) -> str:
@@ -221,35 +341,52 @@ def _fit(build: Callable[[int], str], room: int) -> str:
 
 
 def _ledger_segment(
-    inputs: CarryInputs,
-    ledger: Ledger | None,
-    budgets: CarryBudgets,
-    taken: Sequence[str],
-    warnings: list[str],
-) -> str:
+    inputs: CarryInputs, ledger: Ledger | None, budgets: CarryBudgets
+) -> PromptSegment:
+    """Given the parsed ledger, return its shrinkable segment ("" when it says nothing)."""
+    empty = PromptSegment("ledger", "", False, priority=2, budget_priority=1)
     if inputs.ledger_text is None or ledger is None:
-        return ""
+        return empty
+    if not any(section.items for section in ledger.sections):
+        return empty  # headings alone say nothing: no empty segment
     heading = redact(f"# Handoff ledger (`{inputs.ledger_path}`)")
-    room = min(budgets.ledger_chars, remaining_chars(taken, budgets.total_chars) - len(heading) - 1)
-    if ledger.sections:
-        redacted = _redacted_ledger(ledger)
-        body = _fit(
-            lambda budget: truncate_ledger(redacted, budget, path=inputs.ledger_path).text, room
-        )
-        if not body.strip():  # no room at all: the planner drops the whole, with its reason
-            whole = "\n\n".join(
-                render_section(section, section.items, None) for section in redacted.sections
-            )
-            return f"{heading}\n{whole}"
-        return f"{heading}\n{body}"
-    text, offset = _strip_blank_lines(redact(inputs.ledger_text))
-    if not text.strip():
-        return ""
-    warnings.append("ledger: no known section headings; carrying its first lines")
-    body = _fit(
-        lambda budget: _cut_lines(text, budget, path=inputs.ledger_path, offset=offset), room
+    redacted = _redacted_ledger(ledger)
+    # A section with no items says nothing; its heading alone is not carried.
+    redacted = dataclasses.replace(
+        redacted, sections=tuple(section for section in redacted.sections if section.items)
     )
-    return f"{heading}\n{body if body.strip() else text}"
+    entries = _entry_spans(inputs.ledger_path, inputs.ledger_text, ledger.title_line or 1)
+    whole = "\n\n".join(
+        render_section(section, section.items, None) for section in redacted.sections
+    )
+
+    def fit(room: int, _: Mapping[str, str]) -> str:
+        body = _fit(
+            lambda budget: truncate_ledger(
+                redacted, budget, path=inputs.ledger_path, entries=entries
+            ).text,
+            room - len(heading) - 1,
+        )
+        return f"{heading}\n{body}" if body.strip() else ""
+
+    return PromptSegment(
+        "ledger",
+        f"{heading}\n{whole}",
+        False,
+        priority=2,
+        budget_priority=1,
+        fit=fit,
+        max_chars=budgets.ledger_chars + len(heading) + 1,
+    )
+
+
+def _entry_spans(path: str, text: str, first_line: int) -> tuple[EntrySpan, ...]:
+    """Given a file, return its index entries' line spans and ids (from `first_line` on)."""
+    return tuple(
+        (entry.line_start, entry.line_end, entry.id)
+        for entry in parse_entries(path, text)
+        if entry.line_end >= first_line
+    )
 
 
 def _redacted_ledger(ledger: Ledger) -> Ledger:
@@ -267,19 +404,34 @@ def _redacted_ledger(ledger: Ledger) -> Ledger:
     return dataclasses.replace(ledger, sections=sections)
 
 
-def _plan_segment(inputs: CarryInputs, budgets: CarryBudgets, taken: Sequence[str]) -> str:
+def _plan_segment(inputs: CarryInputs, budgets: CarryBudgets) -> PromptSegment:
+    """Given the inputs, return the plan's current state as a shrinkable segment."""
+    empty = PromptSegment("plan", "", False, priority=3, budget_priority=2)
     if inputs.plan_text is None:
-        return ""
+        return empty
     parts = _redacted_plan(split_plan(inputs.plan_text))
-    if not parts.current.strip():
-        return ""
+    if all(unit.kind == "heading" for unit in parts.current_units):
+        return empty  # a title alone says nothing: no empty segment
+    units = demoted(parts.current_units)
+    parts = dataclasses.replace(parts, current_units=units, current=join_units(units))
     heading = redact(f"# Plan: current state (`{inputs.plan_path}`)")
-    room = remaining_chars(taken, budgets.total_chars) - len(heading) - 1
-    body = _fit(
-        lambda budget: plan_current_for_carry(parts, budget, path=inputs.plan_path),
-        min(room, budgets.plan_chars),
+
+    def fit(room: int, _: Mapping[str, str]) -> str:
+        body = _fit(
+            lambda budget: plan_current_for_carry(parts, budget, path=inputs.plan_path),
+            room - len(heading) - 1,
+        )
+        return f"{heading}\n{body}" if body.strip() else ""
+
+    return PromptSegment(
+        "plan",
+        f"{heading}\n{parts.current}",
+        False,
+        priority=3,
+        budget_priority=2,
+        fit=fit,
+        max_chars=budgets.plan_chars + len(heading) + 1,
     )
-    return f"{heading}\n{body if body.strip() else parts.current}"
 
 
 def _redacted_plan(parts: PlanParts) -> PlanParts:
@@ -289,48 +441,54 @@ def _redacted_plan(parts: PlanParts) -> PlanParts:
     )
 
 
-def _anchor_rows(inputs: CarryInputs, ledger: Ledger | None) -> tuple[AnchorRow, ...]:
-    entries: list[Entry] = []
-    if inputs.plan_text is not None:
-        entries.extend(parse_entries(inputs.plan_path, inputs.plan_text))
-    if inputs.ledger_text is not None and ledger is not None:
-        first_line = ledger.title_line or 1  # older duplicate ledgers above the last title
-        entries.extend(
-            entry
-            for entry in parse_entries(inputs.ledger_path, inputs.ledger_text)
-            if entry.line_end >= first_line
-        )
-    return tuple(
-        dataclasses.replace(row, l0=redact(row.l0), path=redact(row.path))
-        for row in anchor_rows(entries)
+def _history_rows(inputs: CarryInputs) -> tuple[tuple[AnchorRow, ...], tuple[int, ...]]:
+    """Given the inputs, return one redacted row per PLAN history entry (document order) and
+    the rows' indices newest first (explicit dates win over position)."""
+    if inputs.plan_text is None:
+        return (), ()
+    entries = _entry_spans(inputs.plan_path, inputs.plan_text, 1)
+    items = history_items(inputs.plan_text)
+    rows = history_rows(items, entries, path=inputs.plan_path)
+    recency = {item.line_start: (item.recency, item.line_start) for item in items}
+    newest_first = sorted(
+        range(len(rows)), key=lambda index: recency[rows[index].line_start], reverse=True
+    )
+    redacted = tuple(
+        dataclasses.replace(row, l0=redact(row.l0), path=redact(row.path)) for row in rows
+    )
+    return redacted, tuple(newest_first)
+
+
+def _anchors_segment(
+    rows: Sequence[AnchorRow], newest_first: Sequence[int], budgets: CarryBudgets
+) -> PromptSegment:
+    """Given the history rows, return the anchor table: it spends what the plan's current
+    state leaves of the plan budget, newest entries first, shown in document order."""
+    whole = f"{ANCHORS_HEADING}\n{render_anchor_table(rows)}" if rows else ""
+
+    def fit(room: int, selected: Mapping[str, str]) -> str:
+        cap = min(room, budgets.plan_chars - len(selected.get("plan", "")))
+        if len(whole) <= cap:
+            return whole
+        chosen: list[int] = []
+        for index in newest_first:
+            trial = sorted([*chosen, index])
+            if len(_partial_table(rows, trial)) <= cap:
+                chosen = trial
+        return _partial_table(rows, chosen) if chosen else ""
+
+    return PromptSegment(
+        "anchors", whole, False, priority=5, budget_priority=4, fit=fit if rows else None
     )
 
 
-def _anchors_segment(rows: Sequence[AnchorRow], room: int) -> tuple[str, int]:
-    """Given all rows and the room left, return the table with as many rows as fit."""
-    if not rows:
-        return "", 0
-    full = f"{ANCHORS_HEADING}\n{render_anchor_table(rows)}"
-    if len(full) <= room:
-        return full, len(rows)
-    low, high = 0, len(rows) - 1  # the most rows whose table and "+N more" line fit
-    while low < high:
-        middle = (low + high + 1) // 2
-        if len(_partial_table(rows, middle)) <= room:
-            low = middle
-        else:
-            high = middle - 1
-    if low == 0:
-        return full, 0  # nothing fits: the planner drops the whole table with a reason
-    return _partial_table(rows, low), low
-
-
-def _partial_table(rows: Sequence[AnchorRow], count: int) -> str:
-    rest = len(rows) - count
-    return (
-        f"{ANCHORS_HEADING}\n{render_anchor_table(rows[:count])}\n"
-        f"+{rest} more anchors (no room); `carryd recall` finds them."
-    )
+def _partial_table(rows: Sequence[AnchorRow], chosen: Sequence[int]) -> str:
+    rest = len(rows) - len(chosen)
+    table = f"{ANCHORS_HEADING}\n{render_anchor_table([rows[index] for index in chosen])}"
+    if rest:
+        first, last = rows[0].line_start, rows[-1].line_end
+        table += f"\n+{rest} older entries → {rows[0].path}:{first}-{last}"
+    return table
 
 
 def _memory(
@@ -359,34 +517,3 @@ def _memory(
     )
     plan = select_memory_context(candidates, user_scope=inputs.workspace, policy=policy)
     return plan, tuple(excluded)
-
-
-def _strip_blank_lines(text: str) -> tuple[str, int]:
-    """Given text, return it without leading/trailing blank lines and how many led."""
-    lines = text.split("\n")
-    start = 0
-    while start < len(lines) and not lines[start].strip():
-        start += 1
-    end = len(lines)
-    while end > start and not lines[end - 1].strip():
-        end -= 1
-    return "\n".join(lines[start:end]), start
-
-
-def _cut_lines(text: str, budget: int, *, path: str, offset: int = 0) -> str:
-    """Given text whose first line is line `offset + 1` of `path`, return its longest prefix of
-    whole lines within budget followed by a pointer to the rest ("" when not even that fits)."""
-    if len(text) <= budget:
-        return text
-    lines = text.split("\n")
-    last = offset + len(lines)
-    best = ""
-    used = -1  # chars of the kept lines joined, without a trailing newline
-    for kept in range(len(lines)):
-        pointer = f"+{len(lines) - kept} more lines → {path}:{offset + kept + 1}-{last}"
-        size = used + 1 + len(pointer)
-        if size > budget:
-            break
-        best = "\n".join([*lines[:kept], pointer])
-        used += len(lines[kept]) + 1
-    return best

@@ -1,54 +1,76 @@
 """Given a parsed ledger and a character budget, return its weighted cut (seed P6).
 
-Budget rule, in two passes over the sections present:
+Budget rule over the sections present (weights from `ledger.SECTION_TABLE`: tried .35,
+next .30, goal .20, status .15; sections under a heading of the ledger's own weigh least):
 
-1. Each section gets a share `floor(weight × budget)` (tried .35, next .30, goal .20,
-   status .15). A section whose full text fits its share is kept whole; what it leaves, the
-   shares of absent sections and the rounding remainder form the surplus.
-2. The remaining sections, highest weight first, each get their share plus the whole surplus;
-   a section keeps whole items that fit (greedy in priority order — sidecar weight, then
-   document order — so a smaller later item may fill the room a big one leaves) and passes
-   what it does not use on to the next.
+1. Each section is first guaranteed its floor: its heading, a brief dead-end line for every
+   failed attempt and every item another one refers to, and its pointer — so no section and
+   no failed attempt disappears while the budget can hold them all. What remains is shared
+   by weight, `floor(weight × rest)`. A section whose full text fits its floor plus share
+   is kept whole; what it leaves, the shares of absent sections and the rounding remainder
+   form the surplus.
+2. The other sections, highest weight first, each get their share plus the surplus, and pass
+   on what they do not use. Inside a section each item is shown in full, as a one-line
+   summary `… (L40-44)` (carry.summary), or not at all (counted in the section's pointer):
+   - every attempt (a failure anywhere, any item under "tried") and every item another item
+     refers to ("方案 B", "attempt 12") first gets at least its one-line dead-end summary;
+   - then items are shown in full in priority order (carry.recency: sidecar weight, then open
+     before done before superseded, then newest first);
+   - finally, what all sections leave goes, highest weight first, to items not shown: in
+     full where they fit, else as their one-line summary, in priority order.
 
-So the cuts land on the lowest-weight sections first, and no section is cut below its share
-while a lower-weight one keeps more than its own share. A cut section ends with a pointer line
-`+3 more → proj/handoff/LEDGER.md:40-58` naming the dropped items' lines. Every char of the
-output counts — headings, pointers, the blank lines between sections — and `chars <= budget`
-always: when not even a section's heading and pointer fit, the section is left out and its
-`SectionCut` says so (`omitted=True`). Sections are displayed in the document's canonical
-order (status, goal, tried, next), whatever the budget order. The ledger file is never changed.
+Items are always displayed in document order, and sections in the ledger's own order. A
+section with items not shown in full ends with one line: `+N more → path:lines` for the
+items left out and the `carryd expand` ids of the entries that hold them. Every char counts
+(headings, pointers, blank lines between sections) and `chars <= budget` always: when not even
+a section's heading and pointer fit it is left out (`omitted=True`). The file is never changed.
 """
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
-from carryd.carry.ledger import SECTION_ORDER, Ledger, LedgerItem, LedgerSection, SectionKind
+from carryd.carry.ledger import WEIGHTS, Ledger, LedgerItem, LedgerSection, SectionKind
+from carryd.carry.recency import (
+    ItemFacts,
+    item_facts,
+    ledger_year,
+    priority_order,
+    with_references,
+)
+from carryd.carry.summary import summary_line
 
-WEIGHTS: dict[SectionKind, float] = {"tried": 0.35, "next": 0.30, "goal": 0.20, "status": 0.15}
-BUDGET_ORDER: tuple[SectionKind, ...] = ("tried", "next", "goal", "status")
 SECTION_SEPARATOR = "\n\n"
 MAX_POINTER_RUNS = 3
+MAX_POINTER_IDS = 3
+MAX_PACKING_PASSES = 3
+
+# How an item is shown, most to least: whole, one-line summary, brief line, not at all.
+ItemShow = Literal["full", "summary", "brief", "omitted"]
+EntrySpan = tuple[int, int, str]  # an index entry's first and last line and its id
 
 
 @dataclass(frozen=True)
 class SectionCut:
     kind: SectionKind
     budget: int  # chars this section was allowed (its share plus surplus passed on to it)
-    used: int  # chars of its rendered block (heading, kept items, pointer)
-    kept: int  # items kept
-    dropped: int  # items dropped
-    pointer: str | None  # the "+N more → path:lines" line, when items were dropped
+    used: int  # chars of its rendered block (heading, items, pointer)
+    kept: int  # items shown in full
+    dropped: int  # items not shown (counted in the pointer)
+    pointer: str | None  # the closing pointer line, when any item is not shown in full
     share: int = 0  # floor(weight × budget)
     omitted: bool = False  # not even heading + pointer fitted: the whole section is left out
+    summarised: int = 0  # items shown as a one-line summary
+    heading: str = ""
+    shows: tuple[ItemShow, ...] = ()  # per item, document order
 
 
 @dataclass(frozen=True)
 class LedgerCut:
     text: str
-    sections: tuple[SectionCut, ...]  # canonical order, one per section present in the ledger
+    sections: tuple[SectionCut, ...]  # the ledger's section order
     chars: int
 
 
@@ -57,184 +79,377 @@ def line_span(line_start: int, line_end: int) -> str:
     return str(line_start) if line_start == line_end else f"{line_start}-{line_end}"
 
 
-def pointer_line(count: int, path: str, runs: Sequence[tuple[int, int]]) -> str:
-    """Given how many items were dropped and their line runs, return the pointer line.
-
-    More than three runs collapse into one span from the first to the last dropped line.
-    """
+def pointer_line(
+    count: int, path: str, runs: Sequence[tuple[int, int]], ids: Sequence[str] = ()
+) -> str:
+    """Given how many items were left out, their line runs and the ids that hold the section's
+    cut items, return the pointer line (more than three runs collapse into one span)."""
     if len(runs) > MAX_POINTER_RUNS:
         runs = [(runs[0][0], runs[-1][1])]
-    spans = ",".join(line_span(start, end) for start, end in runs)
-    return f"+{count} more → {path}:{spans}"
+    expand = f"`carryd expand {' '.join(ids[:MAX_POINTER_IDS])}`" if ids else ""
+    if count:
+        spans = ",".join(line_span(start, end) for start, end in runs)
+        line = f"+{count} more → {path}:{spans}"
+        return f"{line} · {expand}" if expand else line
+    return f"Summarised items in full: {expand or path}"
 
 
-def _join_items(items: Sequence[LedgerItem]) -> str:
-    parts: list[str] = []
+def _is_list(item: LedgerItem) -> bool:
+    return item.block == "list"
+
+
+def render_section(
+    section: LedgerSection,
+    items: Sequence[LedgerItem],
+    pointer: str | None,
+    summaries: Sequence[str | None] | None = None,
+) -> str:
+    """Given a section, the items to show (a summary line replaces an item's text where
+    given) and an optional pointer, return the section's block."""
+    parts: list[str] = [section.heading] if section.heading else []
     previous: LedgerItem | None = None
-    for item in items:
+    body: list[str] = []
+    for position, item in enumerate(items):
         if previous is not None:
-            tight = previous.block == "list" and item.block == "list"
-            parts.append("\n" if tight else "\n\n")
-        parts.append(item.text)
+            body.append("\n" if _is_list(previous) and _is_list(item) else "\n\n")
+        shown = summaries[position] if summaries is not None else None
+        body.append(shown if shown is not None else item.text)
         previous = item
-    return "".join(parts)
-
-
-def render_section(section: LedgerSection, items: Sequence[LedgerItem], pointer: str | None) -> str:
-    """Given a section, the items to show and an optional pointer, return the section's block."""
-    block = section.heading
-    if items:
-        block += "\n" + _join_items(items)
+    if body:
+        parts.append("".join(body))
     if pointer is not None:
-        block += "\n" + pointer
-    return block
+        parts.append(pointer)
+    return "\n".join(parts)
 
 
-def _dropped_runs(
-    items: Sequence[LedgerItem], kept: Sequence[int]
-) -> tuple[int, list[tuple[int, int]]]:
-    """Given the items and the ascending indices kept, return the dropped count and line runs."""
-    runs: list[tuple[int, int]] = []
-    start = 0
-    for index in [*kept, len(items)]:
-        if index > start:
-            runs.append((items[start].line_start, items[index - 1].line_end))
-        start = index + 1
-    return len(items) - len(kept), runs
+@dataclass(frozen=True)
+class _Section:
+    """One section with everything packing needs, computed once."""
+
+    section: LedgerSection
+    facts: tuple[ItemFacts, ...]
+    summaries: tuple[str, ...]  # one-line summary of each item, with its "(Lx-y)"
+    briefs: tuple[str, ...]  # the shorter line, with its "(Lx-y)"
+    order: tuple[int, ...]  # priority order
+    rescue: tuple[int, ...]  # items that keep at least their summary, in priority order
+    floor: tuple[int, ...]  # the failed attempts and referenced items: room set aside first
+    ids: tuple[str | None, ...]  # the entry id holding each item
+
+    def render(self, shows: Sequence[ItemShow], path: str) -> str:
+        items = self.section.items
+        shown = [index for index, show in enumerate(shows) if show != "omitted"]
+        lines = [self.line(index, shows[index]) for index in shown]
+        return render_section(
+            self.section, [items[index] for index in shown], self.pointer(shows, path), lines
+        )
+
+    def line(self, index: int, show: ItemShow) -> str | None:
+        """Given an item and how it is shown, return its summary line (None: its text)."""
+        if show == "summary":
+            return self.summaries[index]
+        if show == "brief":
+            return self.briefs[index]
+        return None
+
+    def least(self, index: int, show: ItemShow) -> ItemShow:
+        """Given an item and a summary form, return that form, or "full" when it is no longer
+        than the item itself."""
+        line = self.line(index, show) or ""
+        return "full" if len(self.section.items[index].text) <= len(line) else show
+
+    def pointer(self, shows: Sequence[ItemShow], path: str) -> str | None:
+        if all(show == "full" for show in shows):
+            return None
+        items = self.section.items
+        runs: list[tuple[int, int]] = []
+        previous_omitted = False
+        for index, show in enumerate(shows):
+            if show == "omitted":
+                if previous_omitted:
+                    runs[-1] = (runs[-1][0], items[index].line_end)
+                else:
+                    runs.append((items[index].line_start, items[index].line_end))
+            previous_omitted = show == "omitted"
+        ids: list[str] = []
+        for index, show in enumerate(shows):
+            entry_id = self.ids[index]
+            if show != "full" and entry_id is not None and entry_id not in ids:
+                ids.append(entry_id)
+        count = sum(1 for show in shows if show == "omitted")
+        return pointer_line(count, path, runs, ids)
 
 
-def _priority(items: Sequence[LedgerItem]) -> list[int]:
-    if all(item.weight is None for item in items):
-        return list(range(len(items)))
-    return sorted(range(len(items)), key=lambda index: (-(items[index].weight or 0.0), index))
+def _prepare(ledger: Ledger, entries: Sequence[EntrySpan]) -> list[_Section]:
+    year = ledger_year(ledger.title)
+    raw = [
+        (section.items, item_facts(section.items, section.kind, year=year))
+        for section in ledger.sections
+    ]
+    facts_all = with_references(raw)
+    referenced = {label for facts in facts_all for fact in facts for label in fact.references}
+    prepared: list[_Section] = []
+    for section, facts in zip(ledger.sections, facts_all, strict=True):
+        items = section.items
+        order = tuple(priority_order(items, facts))
+        summaries = tuple(
+            f"{summary_line(item.text, dead_end=_dead_end(item, section.kind))} "
+            f"(L{line_span(item.line_start, item.line_end)})"
+            for item in items
+        )
+        briefs = tuple(
+            f"{summary_line(item.text, dead_end=_dead_end(item, section.kind), brief=True)} "
+            f"(L{line_span(item.line_start, item.line_end)})"
+            for item in items
+        )
+        # Failed attempts first, then the other attempts and referenced items, each by priority.
+        rescue = tuple(
+            sorted(
+                (
+                    index
+                    for index in order
+                    if _dead_end(items[index], section.kind) or facts[index].label in referenced
+                ),
+                key=lambda index: (items[index].kind != "failure", order.index(index)),
+            )
+        )
+        floor = tuple(
+            index
+            for index in rescue
+            if items[index].kind == "failure" or facts[index].label in referenced
+        )
+        ids = tuple(_entry_id(entries, item.line_start) for item in items)
+        prepared.append(_Section(section, facts, summaries, briefs, order, rescue, floor, ids))
+    return prepared
 
 
-def _separator(items: Sequence[LedgerItem], before: int, after: int) -> int:
-    return 1 if items[before].block == "list" and items[after].block == "list" else 2
+def _dead_end(item: LedgerItem, section: SectionKind) -> bool:
+    """An attempt: marked as failed anywhere, or any item under "tried" (whatever its marker —
+    "worked as a mitigation until …" is still a lesson the next context must not relearn)."""
+    return item.kind == "failure" or (section == "tried" and item.kind != "meta")
 
 
-def _added_length(items: Sequence[LedgerItem], kept: Sequence[int], index: int) -> int:
-    """Given the ascending kept indices, return how much showing item `index` adds."""
-    position = bisect.bisect_left(kept, index)
-    previous = kept[position - 1] if position > 0 else None
-    following = kept[position] if position < len(kept) else None
-    added = len(items[index].text)
-    if previous is None and following is None:
-        return added + 1  # the newline after the heading
-    if previous is None:
-        assert following is not None
-        return added + _separator(items, index, following)
-    if following is None:
-        return added + _separator(items, previous, index)
-    return (
-        added
-        + _separator(items, previous, index)
-        + _separator(items, index, following)
-        - _separator(items, previous, following)
-    )
+def _entry_id(entries: Sequence[EntrySpan], line: int) -> str | None:
+    for start, end, entry_id in entries:
+        if start <= line <= end:
+            return entry_id
+    return None
 
 
-def _pointer_for(items: Sequence[LedgerItem], kept: Sequence[int], path: str) -> str | None:
-    count, runs = _dropped_runs(items, kept)
-    return pointer_line(count, path, runs) if count else None
+def _fill(
+    prepared: _Section,
+    shows: list[ItemShow],
+    budget: int,
+    path: str,
+    *,
+    step: Literal["rescue", "rescued", "full", "summary"],
+) -> None:
+    """Given the current choice, upgrade items in priority order while the block fits.
 
-
-MAX_PACKING_PASSES = 3
+    rescue: the items to rescue get at least a brief line; rescued: their brief lines become
+    summaries; full: any item not shown whole is shown whole, else as its summary, else as a
+    brief line; summary: an item left out, or shown as a brief line, gets its summary (else a
+    brief line).
+    """
+    rescuing = step in ("rescue", "rescued")
+    candidates: Sequence[int] = prepared.rescue if rescuing else prepared.order
+    passes = MAX_PACKING_PASSES if step == "full" else 1
+    for pass_number in range(passes):
+        changed = False
+        whole = True  # first pass: items are shown whole in priority order until one does
+        # not fit; later passes spend what is left on any item, still in priority order
+        for index in candidates:
+            before = shows[index]
+            if step == "full":
+                # An item that does not fit whole still gets its line, and no item after it
+                # in priority order is shown whole: priority is priority.
+                tries: list[ItemShow] = {
+                    "full": [],
+                    "summary": ["full"] if whole else [],
+                    "brief": ["full", "summary"] if whole else ["summary"],
+                    "omitted": ["full", "summary", "brief"] if whole else ["summary", "brief"],
+                }[before]
+            elif step == "rescue":
+                tries = ["brief"] if before == "omitted" else []
+            elif step == "rescued":
+                tries = ["summary"] if before == "brief" else []
+            else:
+                tries = {"omitted": ["summary", "brief"], "brief": ["summary"]}.get(before, [])
+            for wanted in tries:
+                shows[index] = prepared.least(index, wanted) if wanted != "full" else "full"
+                if len(prepared.render(shows, path)) <= budget:
+                    changed = True
+                    break
+                shows[index] = before
+            if step == "full" and shows[index] != "full" and pass_number == 0:
+                whole = False
+        if not changed:
+            break
 
 
 def cut_section(
     section: LedgerSection, budget: int, *, path: str, share: int = 0
 ) -> tuple[str | None, SectionCut]:
-    """Given a section and a char budget, return its block (None when left out) and its cut.
+    """Given one section and a char budget, return its block (None when left out) and its cut,
+    packed as `truncate_ledger` packs a section that has the whole budget to itself."""
+    ledger = Ledger(None, None, (section,), 0, ())
+    prepared = _prepare(ledger, ())[0]
+    shows, block = _pack(prepared, budget, path)
+    if block is not None:
+        _fill(prepared, shows, budget, path, step="summary")
+        block = prepared.render(shows, path)
+    return block, _cut(prepared, shows, block, budget, share, path)
 
-    Whole items, greedily in priority order (sidecar weight, then document order), each taken
-    when the block with it — pointer included — still fits; a few passes repeat this (the
-    pointer shrinks as items come in), so a small later item fills the room a big one leaves.
-    """
-    items = section.items
-    full = render_section(section, items, None)
+
+def _weight_order(prepared: Sequence[_Section]) -> list[int]:
+    return sorted(
+        range(len(prepared)), key=lambda index: (-WEIGHTS[prepared[index].section.kind], index)
+    )
+
+
+def _floors(prepared: Sequence[_Section], capacity: int, path: str) -> list[int]:
+    """Given the sections and the capacity, return the room set aside for each: its heading
+    and pointer for every section (when they all fit), then its dead-end lines, highest
+    weight first, for the sections whose lines still fit."""
+    separator = len(SECTION_SEPARATOR)
+    minimal = [
+        len(p.render(["omitted"] * len(p.section.items), path)) + separator for p in prepared
+    ]
+    if sum(minimal) > capacity:
+        return [0] * len(prepared)
+    floors = list(minimal)
+    left = capacity - sum(minimal)
+    for index in _weight_order(prepared):
+        extra = len(prepared[index].render(_floor(prepared[index]), path)) + separator
+        extra -= minimal[index]
+        if 0 < extra <= left:
+            floors[index] += extra
+            left -= extra
+    return floors
+
+
+def _floor(prepared: _Section) -> list[ItemShow]:
+    """Given a section, return its least choice: a dead-end line (or the item, when that is
+    shorter) for each item to rescue, every other item left to the pointer."""
+    shows: list[ItemShow] = ["omitted"] * len(prepared.section.items)
+    for index in prepared.floor:
+        shows[index] = prepared.least(index, "brief")
+    return shows
+
+
+def _pack(prepared: _Section, budget: int, path: str) -> tuple[list[ItemShow], str | None]:
+    """Given a section and its budget, return the rescue-then-full choice and its block."""
+    items = prepared.section.items
+    shows: list[ItemShow] = ["full"] * len(items)
+    full = prepared.render(shows, path)
     if len(full) <= budget:
-        return full, SectionCut(section.kind, budget, len(full), len(items), 0, None, share)
-    kept: list[int] = []  # ascending indices of the items shown
-    body = len(section.heading)  # heading + shown items + their separators
-    nothing = _pointer_for(items, kept, path)
-    if body + (1 + len(nothing) if nothing else 0) > budget:
-        cut = SectionCut(section.kind, budget, 0, 0, len(items), None, share, omitted=True)
-        return None, cut
-    order = _priority(items)
-    for _ in range(MAX_PACKING_PASSES):
-        changed = False
-        for index in order:
-            position = bisect.bisect_left(kept, index)
-            if position < len(kept) and kept[position] == index:
-                continue
-            added = _added_length(items, kept, index)
-            if body + added > budget:
-                continue
-            kept.insert(position, index)
-            pointer = _pointer_for(items, kept, path)
-            if body + added + (1 + len(pointer) if pointer else 0) <= budget:
-                body += added
-                changed = True
-            else:
-                kept.pop(position)
-        if not changed:
-            break
-    pointer = _pointer_for(items, kept, path)
-    shown = [items[index] for index in kept]
-    block = render_section(section, shown, pointer)
-    dropped = len(items) - len(shown)
-    return block, SectionCut(section.kind, budget, len(block), len(shown), dropped, pointer, share)
+        return shows, full
+    shows = ["omitted"] * len(items)
+    if len(prepared.render(shows, path)) > budget:
+        return shows, None
+    _fill(prepared, shows, budget, path, step="rescue")
+    _fill(prepared, shows, budget, path, step="rescued")
+    _fill(prepared, shows, budget, path, step="full")
+    return shows, prepared.render(shows, path)
 
 
-def truncate_ledger(ledger: Ledger, budget_chars: int, *, path: str) -> LedgerCut:
-    """Given a ledger, a char budget and the ledger's root-relative path, return the cut text.
+def _cut(
+    prepared: _Section,
+    shows: Sequence[ItemShow],
+    block: str | None,
+    budget: int,
+    share: int,
+    path: str,
+) -> SectionCut:
+    section = prepared.section
+    if block is None:
+        return SectionCut(
+            section.kind,
+            budget,
+            0,
+            0,
+            len(section.items),
+            None,
+            share,
+            omitted=True,
+            heading=section.heading,
+            shows=tuple("omitted" for _ in section.items),
+        )
+    return SectionCut(
+        section.kind,
+        budget,
+        len(block),
+        sum(1 for show in shows if show == "full"),
+        sum(1 for show in shows if show == "omitted"),
+        prepared.pointer(shows, path),
+        share,
+        summarised=sum(1 for show in shows if show in ("summary", "brief")),
+        heading=section.heading,
+        shows=tuple(shows),
+    )
+
+
+def truncate_ledger(
+    ledger: Ledger, budget_chars: int, *, path: str, entries: Sequence[EntrySpan] = ()
+) -> LedgerCut:
+    """Given a ledger, a char budget, the ledger's root-relative path and (optionally) the
+    index entries of the ledger file, return the cut text.
 
     See the module docstring for the budget rule; `chars <= max(budget_chars, 0)` always.
     """
-    by_kind: dict[SectionKind, LedgerSection] = {}
-    for section in ledger.sections:
-        by_kind.setdefault(section.kind, section)
-    # Each block is charged its separator; the last one shown needs none, hence "+ 2".
+    prepared = _prepare(ledger, entries)
+    count = len(prepared)
     separator = len(SECTION_SEPARATOR)
+    # Each block is charged its separator; the last one shown needs none, hence "+ 2".
     capacity = max(budget_chars, 0) + separator
-    shares = {kind: int(WEIGHTS[kind] * capacity) for kind in BUDGET_ORDER}
-    surplus = capacity - sum(shares[kind] for kind in by_kind)
+    # Every section's floor — its heading, a dead-end line for each attempt and a pointer —
+    # is set aside before the weighted shares, so no section and no failed attempt vanishes
+    # while the budget can hold them all.
+    floors = _floors(prepared, capacity, path)
+    base = capacity - sum(floors)
+    shares = [floors[i] + int(WEIGHTS[p.section.kind] * base) for i, p in enumerate(prepared)]
+    surplus = capacity - sum(shares)
 
-    blocks: dict[SectionKind, str | None] = {}
-    cuts: dict[SectionKind, SectionCut] = {}
-    waiting: list[SectionKind] = []
-    for kind in BUDGET_ORDER:
-        if kind not in by_kind:
-            continue
-        full = render_section(by_kind[kind], by_kind[kind].items, None)
-        if len(full) + separator <= shares[kind]:
-            blocks[kind] = full
-            cuts[kind] = SectionCut(
-                kind,
-                shares[kind] - separator,
-                len(full),
-                len(by_kind[kind].items),
-                0,
-                None,
-                shares[kind] - separator,
-            )
-            surplus += shares[kind] - len(full) - separator
+    shows: list[list[ItemShow]] = [["full"] * len(p.section.items) for p in prepared]
+    blocks: list[str | None] = [None] * count
+    allowed: list[int] = [0] * count
+    waiting: list[int] = []
+    order = _weight_order(prepared)
+    for index in order:
+        full = prepared[index].render(shows[index], path)
+        if shares[index] > 0 and len(full) + separator <= shares[index]:
+            blocks[index] = full
+            allowed[index] = shares[index] - separator
+            surplus += shares[index] - len(full) - separator
         else:
-            waiting.append(kind)
-    for kind in waiting:
-        allowed = shares[kind] + surplus
-        block, cut = cut_section(
-            by_kind[kind], allowed - separator, path=path, share=shares[kind] - separator
-        )
-        blocks[kind] = block
-        cuts[kind] = cut
-        surplus = allowed - (len(block) + separator if block is not None else 0)
+            waiting.append(index)
 
-    shown = [blocks[kind] for kind in SECTION_ORDER if blocks.get(kind) is not None]
-    text = SECTION_SEPARATOR.join(block for block in shown if block is not None)
-    return LedgerCut(
-        text=text,
-        sections=tuple(cuts[kind] for kind in SECTION_ORDER if kind in cuts),
-        chars=len(text),
+    # The known sections first (their own room, then what every section left, highest
+    # weight first); the ledger's own sections only get what the known ones leave.
+    known = [index for index in waiting if prepared[index].section.kind != "other"]
+    others = [index for index in waiting if prepared[index].section.kind == "other"]
+    for group in (known, others):
+        for index in group:
+            room = shares[index] + max(0, surplus)
+            shows[index], blocks[index] = _pack(prepared[index], room - separator, path)
+            allowed[index] = room - separator
+            used = len(blocks[index] or "") + separator if blocks[index] is not None else 0
+            surplus += shares[index] - used
+        for index in group:  # what is left, highest weight first: more items
+            if blocks[index] is None or "omitted" not in shows[index]:
+                continue
+            current = len(blocks[index] or "")
+            room = current + max(0, surplus)
+            _fill(prepared[index], shows[index], room, path, step="full")
+            _fill(prepared[index], shows[index], room, path, step="summary")
+            block = prepared[index].render(shows[index], path)
+            surplus -= len(block) - current
+            blocks[index] = block
+            allowed[index] = max(allowed[index], room)
+
+    shown = [block for block in blocks if block is not None]
+    text = SECTION_SEPARATOR.join(shown)
+    cuts = tuple(
+        _cut(p, shows[i], blocks[i], allowed[i], shares[i] - separator, path)
+        for i, p in enumerate(prepared)
     )
+    return LedgerCut(text=text, sections=cuts, chars=len(text))

@@ -208,11 +208,15 @@ def _planned(
     text = plan.text
     if redact(text) != text:  # I3, belt and braces: a secret formed across segment borders
         raise ValueError("the planned carry still held a secret after redaction")
+    reason: str | None = None
+    if plan.fallback is not None:  # the planner chose the flat carry, and says why
+        reason = f"{plan.fallback}: fewer than two of the ledger's four sections recognised"
+        log.info("%s: carry is flat: %s", workspace, reason)
     return BuiltCarry(
         workspace=workspace,
         text=text,
-        fallback=False,
-        reason=None,
+        fallback=plan.fallback is not None,
+        reason=reason,
         budgets=budgets,
         sources=tuple(sources),
         query=query,
@@ -286,7 +290,9 @@ def _flat(
 
 def _minimal(settings: Settings, workspace: str, paths: Mapping[str, str]) -> str:
     """Given a workspace, return the carry of very last resort: discipline, notice, trailer."""
-    closing = trailer(workspace, ledger_path=paths["ledger"], plan_path=paths["plan"])
+    closing = trailer(
+        workspace, ledger_path=paths["ledger"], plan_path=paths["plan"], expand=False
+    )
     return f"{settings.carry.discipline}\n\n{FLAT_NOTE}\n\n{closing}\n"
 
 
@@ -481,6 +487,8 @@ def manifest_of(settings: Settings, built: BuiltCarry, *, sha256: str, size: int
             "total": plan.anchors_total if plan else 0,
         },
         "memory": memory,
+        # Ledger headings outside the section table, carried at the lowest weight (issue 10).
+        "unrecognised_sections": list(plan.unrecognised_sections) if plan else [],
         "warnings": list(built.warnings),
     }
     redacted: dict[str, Any] = _redacted(manifest)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from carryd.carry.budgets import CarryBudgets
+from carryd.carry.ledger import SectionNames
 from carryd.daemon.errors import ConfigError
 
 CONFIG_ENV = "CARRYD_CONFIG"
@@ -74,12 +75,8 @@ class RecallSettings:
     parent_propagation: bool = False
 
 
-@dataclass(frozen=True)
-class LedgerSections:
-    status: tuple[str, ...] = ("任务状态", "Task status")
-    goal: tuple[str, ...] = ("目标", "Goal")
-    tried: tuple[str, ...] = ("已试方案与失败原因", "Tried approaches and failure reasons")
-    next: tuple[str, ...] = ("进度与下一步", "Progress and next steps")
+# The ledger's section names: one table, in carry/ledger.py (a new section is a one-file change).
+LedgerSections = SectionNames
 
 
 DEFAULT_DISCIPLINE = (
@@ -88,7 +85,7 @@ DEFAULT_DISCIPLINE = (
     "the plan says where things stand.\n"
     "Do not repeat an approach the ledger records as failed unless you say why it will "
     "work now.\n"
-    "Read details on demand: `carryd expand <id>` prints the full text of any anchor below."
+    "Read details on demand: the last section of this carry says how."
 )
 
 

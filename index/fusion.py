@@ -5,8 +5,9 @@ Two questions, answered separately (seed P3):
 
 **Decide** (inject or not) with absolute numbers only. Every arm gives each candidate a
 confidence in [0, 1] that depends on the query and that entry alone (lexical: IDF-weighted
-query coverage, see `carryd.index.lexical`; semantic: the cosine through the model's
-`SemanticCalibration`, which also decides what the semantic arm may nominate at all).
+query coverage, see `carryd.index.lexical`; semantic: the cosine through the
+`SemanticCalibration` measured on the corpus (`carryd.index.calibration`), which also decides
+what the semantic arm may nominate at all).
 A hit's confidence is the **max** over its arms — one arm that is sure is enough, since each
 arm catches what the other misses (error codes vs. paraphrases). The decision compares that
 with `min_confidence`. Nothing here is normalised over the candidate list, so a hit's
@@ -53,6 +54,7 @@ __all__ = [
     "FusedHit",
     "Neighbour",
     "SemanticCalibration",
+    "CalibrationSource",
     "CJK_SHARE_UNREADABLE",
     "calibration_for",
     "fuse",
@@ -74,6 +76,7 @@ MatchReason = Literal[
     "parent_workspace",
 ]
 RankMode = Literal["rrf", "raw"]
+CalibrationSource = Literal["prior", "corpus"]
 
 PARENT_DECAY: Mapping[ParentLevel, float] = {"topic": 0.5, "file": 0.35, "workspace": 0.2}
 _PARENT_REASON: Mapping[ParentLevel, MatchReason] = {
@@ -97,6 +100,10 @@ class SemanticCalibration:
     0.0–0.6, E5 models squeeze everything into 0.7–0.9. The semantic arm nominates only entries
     above the floor (confidence > 0), so a near-random cosine never enters the fusion.
 
+    `carryd.index.calibration.calibrate` measures the three cosines on the user's own corpus
+    (quantiles of the cosines between unrelated L0s), with no per-model number; the constants
+    below are priors for when no measurement exists yet (`source`).
+
     `multilingual`: an English-only model cannot read Chinese, so for such a model the semantic
     arm abstains on a query whose letters are mostly CJK and never nominates an entry whose L0 is
     mostly CJK (`reads`); the lexical arm alone answers there.
@@ -109,6 +116,7 @@ class SemanticCalibration:
     # cosine at and below which confidence is 0 (None: the floor). Set below the floor when the
     # arm should nominate only what it is fairly sure of, while the ramp stays the model's.
     ramp_from: float | None = None
+    source: CalibrationSource = "prior"
 
     def confidence(self, cosine: float) -> float:
         """Given a cosine similarity, return the calibrated confidence in [0, 1]."""
@@ -147,7 +155,7 @@ GENERIC = SemanticCalibration(name="generic", floor=0.40, ceiling=0.80, multilin
 
 
 def calibration_for(model_name: str) -> SemanticCalibration:
-    """Given a model's name (or identity key), return the cosine calibration for it."""
+    """Given a model's name (or identity key), return the prior cosine calibration for it."""
     folded = model_name.casefold()
     if "e5" in folded:
         return E5

@@ -41,9 +41,12 @@ def test_flat_carry_layout() -> None:
     assert "# Plan (`ws/PLAN.md`, first 3000 chars)\n## Now\nship it" in plan.text
     assert "# Handoff ledger (`ws/handoff/LEDGER.md`, first 8000 chars)\n## Goal" in plan.text
     assert plan.text.index("# Plan (") < plan.text.index("# Handoff ledger (")
-    closing = trailer("ws", ledger_path="ws/handoff/LEDGER.md", plan_path="ws/PLAN.md")
+    closing = trailer(
+        "ws", ledger_path="ws/handoff/LEDGER.md", plan_path="ws/PLAN.md", expand=False
+    )
     assert plan.text.endswith(closing + "\n")
-    assert "carryd expand <id>" in closing
+    assert "carryd expand" not in plan.text  # the flat carry names no id to expand
+    assert "carryd expand <id>" in trailer("ws", ledger_path="l", plan_path="p")
 
 
 def test_flat_cuts_are_the_ancestors() -> None:

@@ -144,8 +144,9 @@ def test_parse_realistic_ledger() -> None:
     assert ledger.title == "交接账本 2026-09-09 14:32"
     assert ledger.title_line == 9
     assert ledger.duplicate_titles == 1
-    assert [section.kind for section in ledger.sections] == ["status", "goal", "tried", "next"]
-    status, goal, tried, next_steps = ledger.sections
+    kinds = [section.kind for section in ledger.sections]
+    assert kinds == ["status", "goal", "tried", "other", "next"]
+    status, goal, tried, appendix, next_steps = ledger.sections
     assert status.heading == "## 1. 任务状态 📌"
     assert (status.line_start, status.line_end) == (11, 13)
     assert [item.text for item in status.items] == ["- 进行中：P6", "- 阻塞：无"]
@@ -162,6 +163,9 @@ def test_parse_realistic_ledger() -> None:
     assert tried.items[4].block == "list" and tried.items[3].block == "heading"
     assert [item.kind for item in next_steps.items] == ["success", "todo"]
     assert next_steps.line_end == 38  # the trailing HTML comment is not an item
+    # A section the table does not know is carried under its own heading, and named.
+    assert appendix.heading == "## 附录" and ledger.unrecognised == ("附录",)
+    assert [item.text for item in appendix.items] == ["- ignored because 附录 is not a section"]
     assert any("附录" in warning for warning in ledger.warnings)
     assert any("2 ledger titles" in warning for warning in ledger.warnings)
 
@@ -202,8 +206,9 @@ def test_configured_names() -> None:
         "## 现状\n- a\n## 要做什么\n- b\n## 踩过的坑\n- c\n## 接下来\n- d\n", names=names
     )
     assert [section.kind for section in ledger.sections] == ["status", "goal", "tried", "next"]
-    # The configured names replace the Chinese defaults (English short aliases stay).
-    assert parse_ledger("## 任务状态\n- a\n", names=names).sections == ()
+    # The configured names replace the defaults (the built-in synonyms stay).
+    replaced = parse_ledger("## 任务状态\n- a\n## 状态\n- b\n", names=names)
+    assert [section.kind for section in replaced.sections] == ["other", "status"]
 
 
 def test_default_names_equal_the_settings_defaults() -> None:
@@ -269,11 +274,85 @@ def test_parse_ledger_never_raises_and_lines_are_consistent(text: str) -> None:
     ledger = parse_ledger(text)
     assert isinstance(ledger, Ledger)
     line_count = len(source_lines(text))
-    kinds = [section.kind for section in ledger.sections]
+    kinds = [section.kind for section in ledger.sections if section.kind != "other"]
     assert len(kinds) == len(set(kinds))
+    assert ledger.recognised == tuple(kinds)
     for section in ledger.sections:
         assert 1 <= section.line_start <= section.line_end <= line_count
         for item in section.items:
-            assert section.line_start < item.line_start <= item.line_end <= section.line_end
+            first = section.line_start if section.heading else section.line_start - 1
+            assert first < item.line_start <= item.line_end <= section.line_end
             assert item.kind in ("success", "failure", "todo", "done", "meta", "plain")
     assert parse_ledger(text) == ledger  # deterministic
+
+
+@pytest.mark.parametrize(
+    ("heading", "kind"),
+    [
+        # The user's own names, Chinese and English: the table's synonyms.
+        ("状态", "status"),
+        ("当前状态", "status"),
+        ("进展", "status"),
+        ("现状", "status"),
+        ("Current status", "status"),
+        ("State", "status"),
+        ("Progress", "status"),
+        ("Where we are", "status"),
+        ("Status 状态", "status"),
+        ("目标", "goal"),
+        ("任务", "goal"),
+        ("Objective", "goal"),
+        ("Mission", "goal"),
+        ("失败尝试", "tried"),
+        ("踩坑", "tried"),
+        ("踩坑记录（别再试了）", "tried"),
+        ("死路", "tried"),
+        ("已尝试", "tried"),
+        ("Dead ends", "tried"),
+        ("Dead-ends", "tried"),
+        ("Tried", "tried"),
+        ("What failed", "tried"),
+        ("Attempts", "tried"),
+        ("Tried & failed", "tried"),
+        ("Tried, didn't work", "tried"),
+        ("Tried (and why it failed)", "tried"),
+        ("下一步", "next"),
+        ("下一步要做的", "next"),
+        ("待办", "next"),
+        ("后续", "next"),
+        ("Next", "next"),
+        ("Next steps", "next"),
+        ("Next up", "next"),
+        ("TODO", "next"),
+        ("Todo", "next"),
+        ("TODO / 下一步", "next"),
+        # Not sections: carried as the ledger's own.
+        ("Decisions", None),
+        ("决策", None),
+        ("Context / links", None),
+        ("Timeline (UTC)", None),
+        ("目标用户", None),
+        ("Statusbar colours", None),
+    ],
+)
+def test_synonyms_in_both_languages(heading: str, kind: str | None) -> None:
+    assert section_kind_of(heading) == kind
+
+
+def test_a_level_one_heading_that_is_not_a_title_is_a_section_of_its_own() -> None:
+    ledger = parse_ledger("# Handoff 2026-11-29\n## Goal\n- g\n# Notes\n- n\n## Next\n- x\n")
+    assert ledger.title == "Handoff 2026-11-29" and ledger.duplicate_titles == 0
+    assert [(s.kind, s.heading) for s in ledger.sections] == [
+        ("goal", "## Goal"),
+        ("other", "# Notes"),
+        ("next", "## Next"),
+    ]
+    assert ledger.unrecognised == ("Notes",)
+
+
+def test_text_before_the_first_section_is_carried_without_a_heading() -> None:
+    ledger = parse_ledger("# Handoff\n> append only, newest last\n\n## Goal\n- g\n## Next\n- x\n")
+    first = ledger.sections[0]
+    assert (first.kind, first.heading) == ("other", "")
+    assert [item.text for item in first.items] == ["> append only, newest last"]
+    assert ledger.unrecognised == ()  # nothing to name

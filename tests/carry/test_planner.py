@@ -126,3 +126,50 @@ def test_planner_never_exceeds_the_budget_and_keeps_required(segments, budget) -
         if segment.required and segment.text:
             assert decision.status == "selected" and segment.text in plan.text
     assert plan_prompt(list(reversed(segments)), budget_chars=budget).text == plan.text
+
+
+def test_only_the_planner_sizes_a_shrinkable_segment() -> None:
+    seen: list[tuple[int, tuple[str, ...]]] = []
+
+    def fit(room: int, selected: dict[str, str]) -> str:  # type: ignore[type-arg]
+        seen.append((room, tuple(selected)))
+        return "L" * min(room, 50)
+
+    segments = [
+        seg("head", 10, required=True, priority=0, budget=0),
+        PromptSegment("ledger", "L" * 500, False, priority=2, budget_priority=1, fit=fit),
+        seg("memory", 20, priority=3, budget=2),
+        seg("tail", 10, required=True, priority=9, budget=0),
+    ]
+    plan = plan_prompt(segments, budget_chars=100)
+    assert outcome(plan)["ledger"] == ("selected", "shrunk")
+    room = 100 - planned_chars(["h" * 10, "t" * 10]) - len(SEPARATOR)
+    assert seen == [(room, ("head", "tail"))]  # asked once, with what was already chosen
+    assert plan.used_chars <= 100
+
+
+@pytest.mark.parametrize(
+    ("whole", "cap", "reason", "chars"),
+    [
+        (40, None, "fits", 40),  # fits whole: its fit still decides, and returns it whole
+        (40, 30, "shrunk", 30),  # its own cap (the ledger's 8,000) binds before the total
+        (400, None, "shrunk", 77),  # 90 - 10 (head) - 2 (separator) - 1 (final newline)
+    ],
+)
+def test_a_shrinkable_segment_fits_whole_shrinks_or_drops(
+    whole: int, cap: int | None, reason: str, chars: int
+) -> None:
+    text = "s" * whole
+    segment = PromptSegment(
+        "plan", text, False, 1, 1, fit=lambda room, _: text[:room], max_chars=cap
+    )
+    plan = plan_prompt([seg("head", 10, required=True, budget=0), segment], budget_chars=90)
+    decision = next(d for d in plan.decisions if d.name == "plan")
+    assert (decision.status, decision.reason, decision.chars) == ("selected", reason, chars)
+
+
+def test_a_fit_that_has_nothing_useful_drops_the_segment() -> None:
+    segment = PromptSegment("anchors", "a" * 300, False, 1, 1, fit=lambda room, _: "")
+    plan = plan_prompt([segment], budget_chars=50)
+    assert outcome(plan) == {"anchors": ("dropped", "over_budget")}
+    assert plan.text == ""

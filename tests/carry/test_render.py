@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
+from carryd.carry.flat import FlatInputs, build_flat_carry
 from carryd.carry.render import (
     ANCHORS_HEADING,
     MEMORY_HEADING,
     CarryBudgets,
     CarryInputs,
     build_carry,
+    recall_queries,
     recall_query,
 )
 from carryd.carry.select import MemorySelectionPolicy
@@ -104,10 +107,11 @@ def test_the_carry_has_its_segments_in_order_within_budget() -> None:
     plan = build_carry(inputs())
     text = plan.text
     assert text.startswith(DEFAULT_DISCIPLINE + "\n\n")  # I1: the discipline's bytes come first
+    # Status and next steps first, history last.
     order = [
-        text.index(ANCHORS_HEADING),
         text.index("# Handoff ledger (`webshop/handoff/LEDGER.md`)"),
         text.index("# Plan: current state (`webshop/PLAN.md`)"),
+        text.index(ANCHORS_HEADING),
         text.index("# How to read more"),
     ]
     assert order == sorted(order)
@@ -120,8 +124,14 @@ def test_the_carry_has_its_segments_in_order_within_budget() -> None:
         "memory": ("dropped", "empty"),
         "trailer": ("selected", "required"),
     }
-    assert "- 2026-10-02" not in text  # the plan's history stays out; its anchor stays in
-    assert "| webshop/PLAN.md:" in text
+    # The plan's own title sits under the carry's heading.
+    assert "# Plan: current state (`webshop/PLAN.md`)\n## Webshop checkout rewrite\n" in text
+    assert "\n### Current state\n" in text
+    # The history stays out; its entry gets a dated row, and nothing in full gets a row.
+    assert "- 2026-10-02" not in text
+    rows = [line for line in text.split("\n") if line.startswith("| mem_")]
+    assert len(rows) == 1 and "| 2026-10-02: split the cart from the monolith. |" in rows[0]
+    assert rows[0].endswith("| webshop/PLAN.md:8 |")
     assert text.endswith("(paths relative to the memory root).\n")
     assert plan.used_chars == len(text) <= 18_000
     assert "carryd expand <id>" in text
@@ -206,9 +216,12 @@ def test_a_tight_total_cuts_the_ledger_by_weight_and_keeps_required() -> None:
     assert tight.text.startswith(DEFAULT_DISCIPLINE)
     assert "# How to read more" in tight.text
     assert len(tight.text) < len(full.text)
-    assert decisions(tight)["plan"][1] in ("over_budget", "fits")
-    assert decisions(tight)["ledger"] == ("selected", "fits")
+    assert decisions(tight)["plan"][1] in ("over_budget", "fits", "shrunk")
+    assert decisions(tight)["ledger"] == ("selected", "shrunk")
     assert "more → webshop/handoff/LEDGER.md:" in tight.text  # a cut leaves a pointer
+    # The newest open steps survive a cut; the pointer names the id that holds the rest.
+    assert "ERR_REFUND_CURRENCY_MISMATCH" in tight.text
+    assert "· `carryd expand mem_" in tight.text
 
 
 def test_required_segments_that_do_not_fit_raise() -> None:
@@ -216,14 +229,23 @@ def test_required_segments_that_do_not_fit_raise() -> None:
         build_carry(inputs(), CarryBudgets(total_chars=len(DEFAULT_DISCIPLINE)))
 
 
-def test_a_big_anchor_table_keeps_the_rows_that_fit() -> None:
-    plan_text = "# Plan\n\n## Current state\nok\n\n" + "".join(
-        f"## Step {number}\nDetails of step {number}.\n\n" for number in range(200)
+def test_a_long_plan_history_keeps_the_newest_dated_rows_within_the_plan_budget() -> None:
+    history = "".join(
+        f"- 2026-{month:02d}-{day:02d}: step {month}.{day} changed the importer\n"
+        for month in (8, 9, 10)
+        for day in range(1, 29)
     )
-    plan = build_carry(inputs(plan_text=plan_text), CarryBudgets(total_chars=9_000))
-    assert len(plan.text) <= 9_000
-    assert 0 < plan.anchors_shown < plan.anchors_total
-    assert f"+{plan.anchors_total - plan.anchors_shown} more anchors" in plan.text
+    plan_text = f"# Plan\n\n## Current state\nok\n\n## History\n{history}"
+    plan = build_carry(inputs(plan_text=plan_text), CarryBudgets(plan_chars=1_500))
+    assert 0 < plan.anchors_shown < plan.anchors_total == 84
+    table = plan.text[plan.text.index(ANCHORS_HEADING) :].split("\n# How to read more")[0]
+    plan_segment = plan.text[plan.text.index("# Plan: current state") :].split("\n\n#")[0]
+    assert len(table) + len(plan_segment) <= 1_500  # the history spends the plan's budget
+    assert "2026-10-28: step 10.28" in table  # newest first …
+    assert "2026-08-01" not in table
+    dates = [line.split(" | ")[1][:10] for line in table.split("\n") if line.startswith("| mem_")]
+    assert dates == sorted(dates)  # … shown in document order
+    assert f"+{plan.anchors_total - plan.anchors_shown} older entries → webshop/PLAN.md:" in table
 
 
 def test_duplicate_ledger_titles_use_the_last_ledger() -> None:
@@ -235,13 +257,32 @@ def test_duplicate_ledger_titles_use_the_last_ledger() -> None:
     assert "webshop/handoff/LEDGER.md:1-" not in plan.text  # no anchor into the stale ledger
 
 
-def test_a_ledger_without_known_sections_is_carried_by_lines() -> None:
-    text = "Some notes\n" + "".join(f"line {number}\n" for number in range(3_000))
-    plan = build_carry(inputs(ledger_text=text), CarryBudgets(total_chars=6_000))
-    assert "Some notes\nline 0\n" in plan.text
-    assert "more lines → webshop/handoff/LEDGER.md:" in plan.text
-    assert any("no known section headings" in warning for warning in plan.warnings)
-    assert len(plan.text) <= 6_000
+@pytest.mark.parametrize(
+    "ledger_text",
+    [
+        "Some notes\n" + "".join(f"line {number}\n" for number in range(3_000)),
+        "## Goal\nship it\n\n## Random thoughts\n- a\n",  # one known section of four
+        "# Handoff\n## Ideas\n- x\n## Questions\n- y\n",
+    ],
+)
+def test_fewer_than_two_known_sections_is_the_flat_carry(ledger_text: str) -> None:
+    plan = build_carry(inputs(ledger_text=ledger_text), CarryBudgets(total_chars=6_000))
+    flat = build_flat_carry(
+        FlatInputs("webshop", DEFAULT_DISCIPLINE, PLAN, ledger_text, "webshop/PLAN.md",
+                   "webshop/handoff/LEDGER.md"),
+        total_chars=6_000,
+    )
+    assert plan.fallback == "too_few_sections"
+    assert plan.text == flat.text and len(plan.text) <= 6_000
+    assert any("carried flat" in warning for warning in plan.warnings)
+
+
+def test_two_known_sections_are_planned_and_unknown_ones_are_named() -> None:
+    ledger_text = "## 目标\n- ship\n\n## 决策\n- use Kafka\n\n## 踩坑\n- ❌ Redis — lost acks\n"
+    plan = build_carry(inputs(ledger_text=ledger_text))
+    assert plan.fallback is None
+    assert plan.unrecognised_sections == ("决策",)
+    assert "## 决策\n- use Kafka" in plan.text  # carried under its own heading
 
 
 def test_an_invalid_sidecar_is_a_warning_not_an_error() -> None:
@@ -254,3 +295,90 @@ def test_rendering_is_deterministic() -> None:
     hits = (hit("mem_" + "a" * 32, "webshop/notes.md", "webshop", 0.7, "TypeScript"),)
     first = build_carry(inputs(recall_hits=hits))
     assert build_carry(inputs(recall_hits=hits)) == first
+
+
+INLINE = CarryBudgets(total_chars=9_000)  # the SessionStart variant's budget
+
+
+def test_the_inline_variant_never_mentions_what_it_left_out() -> None:
+    plan_text = "# Webshop checkout rewrite\n\n## Current state\n- Checkout moved.\n"  # no history
+    plan = build_carry(inputs(plan_text=plan_text), INLINE)
+    assert ANCHORS_HEADING not in plan.text and "mem_" not in plan.text
+    assert "carryd expand" not in plan.text  # no id to expand: neither trailer nor discipline
+    assert "below" not in DEFAULT_DISCIPLINE
+    assert decisions(plan)["anchors"] == ("dropped", "empty")
+
+
+def test_the_inline_variant_puts_status_and_next_steps_before_history() -> None:
+    big = "".join(f"- [ ] step {number}: " + "details " * 20 + "\n" for number in range(60))
+    heading = "## Progress and next steps\n"
+    ledger_text = LEDGER.replace(heading, heading + big)
+    plan = build_carry(inputs(ledger_text=ledger_text), INLINE)
+    text = plan.text
+    assert len(text) <= 9_000
+    assert text.index("# Handoff ledger") < text.index("# How to read more")
+    assert "- [ ] step 59:" in text  # the newest open step
+    if ANCHORS_HEADING in text:
+        assert text.index("# Handoff ledger") < text.index(ANCHORS_HEADING)
+    for block in text.split("\n\n"):  # no empty segment: every "# " heading has text under it
+        assert "\n" in block.strip() or not block.startswith("# "), block
+
+
+def test_a_plan_that_is_only_a_title_is_no_segment() -> None:
+    plan = build_carry(inputs(plan_text="# Webshop\n\n## History\n- 2026-10-02: split the cart\n"))
+    assert "# Plan: current state" not in plan.text
+    assert decisions(plan)["plan"] == ("dropped", "empty")
+    assert "| 2026-10-02: split the cart |" in plan.text  # the history still has its row
+
+
+def test_anchor_rows_only_for_what_is_not_in_full_and_never_a_bare_heading() -> None:
+    plan_text = (
+        "# Plan\n\n## Current state\n- ship 2.3\n\n## History\n"
+        "### 2026-09-01 v2.2.5\n- fixed the importer; moved CI to uv\n\n### v2.2.4\n"
+        "- 2026-08-20: dropped Python 3.9\n"
+    )
+    plan = build_carry(inputs(plan_text=plan_text))
+    rows = [line for line in plan.text.split("\n") if line.startswith("| mem_")]
+    cells = [row.split(" | ")[1] for row in rows]
+    assert cells == [
+        "2026-09-01: fixed the importer; moved CI to uv",  # dated by its heading
+        "2026-08-20: dropped Python 3.9",
+    ]
+    assert not any("v2.2.5" == cell or "History" in cell for cell in cells)  # no bare heading
+    assert not any("ship 2.3" in row for row in rows)  # the current state follows in full
+    assert not any("Refund flow" in row for row in rows)  # so does the whole ledger
+
+
+def test_a_ledger_that_does_not_fit_names_the_ids_that_hold_what_it_cut() -> None:
+    big = "".join(
+        f"- ❌ attempt {n}: tried variant {n} of the refund queue — failed, because "
+        + "the webhook retried while the queue was still draining " * 3
+        + "\n"
+        for n in range(80)
+    )
+    heading = "## Progress and next steps\n"
+    ledger_text = LEDGER.replace(heading, big + "\n" + heading)
+    plan = build_carry(inputs(ledger_text=ledger_text))
+    ledger = plan.text.split("# Handoff ledger")[1].split("\n# Plan")[0]
+    assert decisions(plan)["ledger"] == ("selected", "shrunk")
+    assert len(ledger) <= 8_000 + 60
+    assert re.search(r"(· |Summarised items in full: )`carryd expand mem_", ledger)
+    assert "attempt 79: tried variant 79" in ledger  # the newest first
+    assert re.search(r"\+\d+ more → webshop/handoff/LEDGER\.md:11-", ledger)  # the oldest: pointer
+    assert plan.text.endswith(
+        "- The full ledger is `webshop/handoff/LEDGER.md` and the full plan is `webshop/PLAN.md` "
+        "(paths relative to the memory root).\n"
+    )
+    assert "`carryd expand <id>` prints the full text of an anchor" in plan.text
+
+
+def test_recall_queries_are_short_goal_status_and_each_open_step() -> None:
+    assert recall_queries(inputs()) == (
+        "Make the refund flow pass all 17 contract tests, then delete `lib/payments/legacy.js`.",
+        "Refund flow: contract tests 14/17 passing.",  # the current status line, not the ✅ one
+        "Fix `ERR_REFUND_CURRENCY_MISMATCH` in the multi-currency contract test.",  # newest first
+        "Compute partial refunds from line items, not from the order total.",
+    )
+    assert recall_queries(inputs(ledger_text=None)) == ()
+    secret = LEDGER.replace("## Goal\n", f"## Goal\nDeploy with key {AWS}. Then more.\n\n")
+    assert all(AWS not in query for query in recall_queries(inputs(ledger_text=secret)))

@@ -239,7 +239,7 @@ def assert_fallback(settings: Settings, workspace: str, reason_part: str) -> str
     assert reason_part in (result.reason or "")
     text = result.path.read_text(encoding="utf-8")
     assert text.startswith(DEFAULT_DISCIPLINE + "\n\n")
-    assert "flat fallback" in text and "carryd expand <id>" in text
+    assert "flat fallback" in text and "# How to read more" in text
     assert len(text) <= settings.carry.total_chars
     data = manifest(settings, workspace)
     assert data["fallback"] is True and reason_part in data["reason"]
@@ -330,7 +330,7 @@ def test_cmd_carry_print_with_max_chars(memory_root: Settings, capsys) -> None: 
     assert run(root, "--print", "--workspace", "webshop", "--max-chars", "2500") == 0
     small = capsys.readouterr().out
     assert len(small) <= 2_500
-    assert small.startswith(DEFAULT_DISCIPLINE) and "carryd expand <id>" in small
+    assert small.startswith(DEFAULT_DISCIPLINE) and "# How to read more" in small
     assert run(root, "--print", "--workspace", "webshop", "--max-chars", "100") == 1
     assert "required carry segments need" in capsys.readouterr().err
     assert run(root, "--workspace", "webshop", "--max-chars", "2500") == 2
@@ -399,3 +399,22 @@ def test_slots_from_the_warm_index_give_the_same_carry_as_slots_read_from_the_fi
         decision.slot == "preference:automation-language"
         for decision in from_index.plan.memory_decisions
     )
+
+
+def test_the_manifest_names_unrecognised_sections_and_the_flat_switch(
+    memory_root: Settings,
+) -> None:
+    ledger = memory_root.root_path / "webshop" / "handoff" / "LEDGER.md"
+    ledger.write_text("## Goal\nship it\n\n## Random thoughts\n- maybe Kafka\n", encoding="utf-8")
+    result = write_carry(memory_root, "webshop")
+    manifest = json.loads((memory_root.carry_dir / "webshop.json").read_text(encoding="utf-8"))
+    assert result.fallback and manifest["fallback"] is True
+    assert manifest["reason"].startswith("too_few_sections")
+    assert manifest["unrecognised_sections"] == ["Random thoughts"]
+    ledger.write_text(
+        "## 目标\nship it\n\n## 决策\n- Kafka\n\n## 踩坑\n- ❌ Redis — lost acks\n", encoding="utf-8"
+    )
+    result = write_carry(memory_root, "webshop")
+    manifest = json.loads((memory_root.carry_dir / "webshop.json").read_text(encoding="utf-8"))
+    assert not result.fallback and manifest["unrecognised_sections"] == ["决策"]
+    assert "## 决策\n- Kafka" in result.path.read_text(encoding="utf-8")

@@ -6,7 +6,7 @@ import math
 from collections import Counter
 
 import pytest
-from carryd.index.lexical import LexicalStats, idf, query_terms, search
+from carryd.index.lexical import K1, B, LexicalStats, idf, query_terms, search
 from carryd.index.tokenize import terms
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -63,8 +63,8 @@ def test_bm25_matches_the_formula_for_one_term() -> None:
     postings, lengths, stats = build(DOCS)
     (hit,) = search(query_terms("postgres"), postings, lengths, stats)
     weight = idf(1, 5)
-    norm = 1.2 * (1 - 0.75 + 0.75 * lengths["mem_c"] / stats.avg_doc_len)
-    assert hit.bm25 == pytest.approx(weight * 2.2 / (1 + norm))
+    norm = K1 * (1 - B + B * lengths["mem_c"] / stats.avg_doc_len)
+    assert hit.bm25 == pytest.approx(weight * (K1 + 1) / (1 + norm))
     assert weight == pytest.approx(math.log(1 + 4.5 / 1.5))
 
 
@@ -148,8 +148,8 @@ def reference(
             frequency = postings.get(term, {}).get(entry_id, 0)
             if frequency:
                 weight = idf(len(postings[term]), stats.doc_count)
-                norm = 1.2 * (1 - 0.75 + 0.75 * lengths[entry_id] / stats.avg_doc_len)
-                total += weight * frequency * 2.2 / (frequency + norm)
+                norm = K1 * (1 - B + B * lengths[entry_id] / stats.avg_doc_len)
+                total += weight * frequency * (K1 + 1) / (frequency + norm)
         if total > 0 and (allowed is None or entry_id in allowed):
             scored.append((entry_id, total))
     return sorted(scored, key=lambda item: (-item[1], item[0]))
@@ -179,3 +179,32 @@ def test_vectorised_search_equals_the_written_out_formula(
     hits = run(query, documents, limit=limit, allowed=allowed)
     assert [hit.id for hit in hits] == [entry_id for entry_id, _ in expected]
     assert [hit.bm25 for hit in hits] == pytest.approx([score for _, score in expected])
+
+
+# A file's title is an entry of its own (heading only, a handful of terms); the paragraph under
+# it names the same thing and holds the answer. The lengths of real entries: paragraphs of a
+# few hundred CJK characters, so the title is ~1/50 of the average entry.
+_FILLER = "该物种的分布范围包括沿海地区与内陆山地，气候温和湿润，历史记载丰富。" * 8
+TITLED = {
+    "mem_title": "# 纽西兰鸡毛松",
+    "mem_body": "### 纽西兰鸡毛松 · 1\n\n纽西兰鸡毛松是罗汉松科的一种常绿乔木，树高可达55米，"
+    "树干直径达1米。" + _FILLER,
+    "mem_other_title": "# 斯氏腔吻鳕",
+    "mem_other": "### 斯氏腔吻鳕 · 1\n\n斯氏腔吻鳕是一种深海鱼类，体长可达40厘米。" + _FILLER,
+    "mem_third": "### 五月艾 · 1\n\n五月艾是菊科蒿属的多年生草本植物，高可达1.5米。" + _FILLER,
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "answer"),
+    [
+        ("纽西兰鸡毛松有多高？", "mem_body"),
+        ("斯氏腔吻鳕的体长是多少？", "mem_other"),
+    ],
+)
+def test_a_title_only_entry_does_not_outrank_the_paragraph_that_answers(
+    query: str, answer: str
+) -> None:
+    """Pins the CMRC recall@1 fix (b=0.3): at b=0.75 the short title wins on length alone."""
+    hits = run(query, TITLED)
+    assert hits[0].id == answer
