@@ -50,7 +50,7 @@ from carryd.daemon.model import load_embedder_for, model_identity_text
 from carryd.daemon.notify import sd_notify
 from carryd.daemon.progress import LINE_EVERY
 from carryd.daemon.recall_access import ThreadRecall
-from carryd.daemon.recalling import Recaller
+from carryd.daemon.recalling import Recaller, WarmSnapshot
 from carryd.daemon.scheduler import Scheduler
 from carryd.daemon.state import DaemonState
 from carryd.daemon.watcher import Watcher
@@ -222,6 +222,8 @@ class QueryService:
         embedder: Embedder | None,
         degraded: str | None,
         state: DaemonState,
+        *,
+        warm: WarmSnapshot | None = None,
     ) -> None:
         self.settings = settings
         self._store = store
@@ -229,7 +231,7 @@ class QueryService:
         self._degraded = degraded
         self._state = state
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="carryd-query")
-        self._thread_recall = ThreadRecall(store, embedder, degraded)
+        self._thread_recall = ThreadRecall(store, embedder, degraded, warm=warm)
 
     def reload(self, settings: Settings) -> None:
         self.settings = settings
@@ -445,6 +447,8 @@ class Daemon:
         worker."""
         settings, state = self.settings, parts.state
         store = parts.store = open_store(settings)
+        # One warm snapshot for the worker's carries and the query thread's answers.
+        warm = WarmSnapshot(store, embedder)
         if store.recovered:
             log.warning("index: %s", store.recovered)
 
@@ -462,6 +466,7 @@ class Daemon:
                 degraded=degraded,
                 state=state,
                 progress=self._sync_progress(state),
+                warm=warm,
             )
             return self._indexer
 
@@ -470,7 +475,7 @@ class Daemon:
             quiet=settings.daemon.debounce_ms / 1000,
             on_error=state.record_error,
         )
-        query = parts.query = QueryService(settings, store, embedder, degraded, state)
+        query = parts.query = QueryService(settings, store, embedder, degraded, state, warm=warm)
         state.set_queued_source(lambda: worker.queued)
         state.update(model=query.model_info())
         worker.submit("reconcile")

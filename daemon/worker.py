@@ -35,6 +35,7 @@ from carryd.daemon.verifying import repair_root, verify_root
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
+    from carryd.daemon.recalling import WarmSnapshot
     from carryd.daemon.state import DaemonState
     from carryd.index.embed import Embedder
     from carryd.index.store import Store
@@ -364,6 +365,7 @@ class Indexer:
         degraded: str | None,
         state: DaemonState,
         progress: Callable[[int, int], None] | None = None,
+        warm: WarmSnapshot | None = None,
     ) -> None:
         self.settings = settings
         self.store = store  # owned by the caller, which closes it after the worker stops
@@ -371,7 +373,7 @@ class Indexer:
         self.degraded = degraded
         self.state = state
         self.progress = progress  # `sync_root`'s; may raise StopSync
-        self._recall = ThreadRecall(store, embedder, degraded)
+        self._recall = ThreadRecall(store, embedder, degraded, warm=warm)
 
     def reload(self, settings: Settings) -> None:
         """Use new settings from the next batch on (called on the worker thread via a task)."""
