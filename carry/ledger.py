@@ -37,7 +37,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from functools import cache
+from typing import TYPE_CHECKING, Literal
 
 # Re-exported: the section table's home is `carryd.carry.sections` (light to import).
 from carryd.carry.sections import SECTION_ORDER as SECTION_ORDER
@@ -45,7 +46,9 @@ from carryd.carry.sections import SECTION_TABLE as SECTION_TABLE
 from carryd.carry.sections import KnownKind as KnownKind
 from carryd.carry.sections import SectionNames as SectionNames
 from carryd.carry.sections import SectionSpec as SectionSpec
-from markdown_it import MarkdownIt
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 SectionKind = Literal["status", "goal", "tried", "next", "other"]
 ItemKind = Literal["success", "failure", "todo", "done", "meta", "status", "goal", "plain"]
@@ -127,8 +130,14 @@ def source_lines(text: str) -> list[str]:
     return _NEWLINES.split(text.replace("\0", "\ufffd"))
 
 
-# Block structure is all we need: skipping inline parsing keeps pathological text fast.
-_PARSER = MarkdownIt("commonmark").disable(["inline", "text_join"])
+@cache
+def _parser() -> MarkdownIt:
+    """The block parser, built on first use: the section table above is read by the config
+    and the per-message hooks, which must not pay for importing markdown-it."""
+    from markdown_it import MarkdownIt
+
+    # Block structure is all we need: skipping inline parsing keeps pathological text fast.
+    return MarkdownIt("commonmark").disable(["inline", "text_join"])
 
 
 def markdown_blocks(text: str) -> tuple[Block, ...]:
@@ -139,7 +148,7 @@ def markdown_blocks(text: str) -> tuple[Block, ...]:
     non-blank line belongs to exactly one block.
     """
     lines = source_lines(text)
-    tokens = _PARSER.parse(text)
+    tokens = _parser().parse(text)
     found: list[Block] = []
     for position, token in enumerate(tokens):
         if token.map is None or token.nesting == -1:

@@ -46,7 +46,9 @@ _TURN_CUE = re.compile(
 
 _SENTENCE_END = re.compile(r"[。！？；]|[.!?;](?=\s)")
 # A bare "failed:" / "失败，" opening the rest says nothing the arrow does not.
-_FAILED_WORD = re.compile(r"^(?:(?i:failed|fails|failure|broken)|失败了?|不成功|无效)[\s:：,，.。;；—–-]*")
+_FAILED_WORD = re.compile(
+    r"^(?:(?i:failed|fails|failure|broken)|失败了?|不成功|无效)[\s:：,，.。;；—–-]*"
+)
 
 
 def flatten(text: str) -> tuple[str, str]:

@@ -38,6 +38,7 @@ ARCHIVE_NAME = "PLAN-history.md"
 
 ArchiveReason = Literal[
     "moved",  # history blocks moved to the archive
+    "would_move",  # --dry-run: history blocks the archive would take; nothing written
     "no_history",  # the plan has no history section: nothing touched
     "no_plan",  # the workspace has no PLAN.md
     "unreadable",  # PLAN.md or the archive could not be read or is not UTF-8
@@ -63,14 +64,15 @@ class ArchiveResult:
 
     @property
     def ok(self) -> bool:
-        return self.reason in ("moved", "no_history", "no_plan")
+        return self.reason in ("moved", "would_move", "no_history", "no_plan")
 
     def describe(self) -> str:
         """Return one line for the terminal saying what happened."""
-        if self.reason == "moved":
+        if self.reason in ("moved", "would_move"):
             spans = ", ".join(f"{start}-{end}" for start, end in self.moved_blocks)
+            verb = "moved" if self.reason == "moved" else "would move (dry run)"
             return (
-                f"{self.workspace}: moved {len(self.moved_blocks)} history block(s), "
+                f"{self.workspace}: {verb} {len(self.moved_blocks)} history block(s), "
                 f"{self.moved_lines} line(s) (PLAN.md lines {spans}) → {self.archive_path}"
             )
         if self.reason == "no_history":
@@ -81,15 +83,22 @@ class ArchiveResult:
 
 
 def archive_plans(
-    settings: Settings, workspaces: Iterable[str] | None = None, *, today: date | None = None
+    settings: Settings,
+    workspaces: Iterable[str] | None = None,
+    *,
+    today: date | None = None,
+    dry_run: bool = False,
 ) -> list[ArchiveResult]:
-    """Given settings (and optionally some workspaces), archive each plan's history."""
+    """Given settings (and optionally some workspaces), archive each plan's history (with
+    dry_run: say what would move, write nothing)."""
     names = list_workspaces(settings) if workspaces is None else list(workspaces)
     day = today or date.today()
-    return [archive_workspace(settings, name, today=day) for name in names]
+    return [archive_workspace(settings, name, today=day, dry_run=dry_run) for name in names]
 
 
-def archive_workspace(settings: Settings, workspace: str, *, today: date) -> ArchiveResult:
+def archive_workspace(
+    settings: Settings, workspace: str, *, today: date, dry_run: bool = False
+) -> ArchiveResult:
     """Given one workspace, move its plan's history into the archive; return what happened."""
     root = settings.root_path
     plan_relative = f"{workspace}/{settings.carry.plan_file}"
@@ -127,6 +136,15 @@ def archive_workspace(settings: Settings, workspace: str, *, today: date) -> Arc
     lost = missing_lines(plan_text, [planned.new_plan, planned.appended])
     if lost:
         return result("not_lossless", f"{len(lost)} line(s) would be lost, e.g. {lost[0]!r}")
+    if dry_run:
+        return ArchiveResult(
+            workspace,
+            plan_relative,
+            archive_relative,
+            "would_move",
+            moved_blocks=planned.moved_blocks,
+            moved_lines=planned.moved_lines,
+        )
 
     try:
         archive_path.parent.mkdir(parents=True, exist_ok=True)

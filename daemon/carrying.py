@@ -25,6 +25,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,7 @@ from carryd.carry.render import (
 from carryd.carry.select import MemoryDecision, MemorySelectionPolicy
 from carryd.daemon.errors import UsageError
 from carryd.daemon.files import write_atomic
+from carryd.daemon.index_lock import index_lock
 from carryd.daemon.layout import check_workspace, list_workspaces
 from carryd.daemon.recall_access import LocalRecall, RecallAccess
 from carryd.daemon.scan import FileContent, outside_root, read_markdown, scan_paths
@@ -59,6 +61,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MANIFEST_VERSION = 1
+# Seconds `write_carry` (a hook's rewrite) waits for another writer before giving up.
+WRITE_CARRY_LOCK_TIMEOUT = 2.0
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,8 @@ class BuiltCarry:
     segment_decisions: tuple[SegmentDecision, ...]
     warnings: tuple[str, ...]
     # The SessionStart variant, planned from the same inputs under the hook's inline budget
-    # (issue 10 item 7): None when not pre-built (a fallback, or the required parts do not fit).
+    # (issue 10 item 7): None when not needed (the carry fits that budget as it is) or not
+    # pre-built (a fallback, or the required parts do not fit).
     inline_text: str | None = None
     inline_budget: int | None = None
 
@@ -238,7 +243,7 @@ def _planned(
         reason = f"{plan.fallback}: fewer than two of the ledger's four sections recognised"
         log.info("%s: carry is flat: %s", workspace, reason)
     inline_text = None
-    if inline is not None:
+    if inline is not None and len(text) > inline:  # a carry that fits is injected as it is
         inline_text = _inline_variant(settings, workspace, inputs, inline)
     return BuiltCarry(
         workspace=workspace,
@@ -474,13 +479,18 @@ def write_carry(
     *,
     store: Store | None = None,
     recaller: RecallAccess | None = None,
+    lock_timeout: float | None = WRITE_CARRY_LOCK_TIMEOUT,
 ) -> CarryResult:
     """Given a workspace, (re)write its carry and manifest; return what happened.
 
-    Raises UsageError when `workspace` is not a folder of the root.
+    Raises UsageError when `workspace` is not a folder of the root, and IndexBusy when another
+    writer holds the index lock for longer than `lock_timeout` (a hook must not wait for a
+    cold index: it plans the carry in memory instead).
     """
     check_workspace(settings, workspace)
-    return write_carries(settings, [workspace], store=store, recaller=recaller)[0]
+    return write_carries(
+        settings, [workspace], store=store, recaller=recaller, lock_timeout=lock_timeout
+    )[0]
 
 
 def write_carries(
@@ -489,13 +499,32 @@ def write_carries(
     *,
     store: Store | None = None,
     recaller: RecallAccess | None = None,
+    lock_timeout: float | None = None,
 ) -> list[CarryResult]:
     """Given workspaces (None: all of them), (re)write their carries; return one result each.
 
     One recaller serves every workspace of the call (the one passed in, or one opened here
     on first need and closed at the end). A named workspace that is no folder of the root (it
     may have just been deleted) is skipped with a warning.
+
+    Carry writers hold the root's index lock (`carryd.daemon.index_lock`) like index writers:
+    two writers interleaving could leave one's .md beside the other's manifest. Writing every
+    workspace (None: the daemon's reconcile, `carryd carry`) also tidies the carry folder:
+    temp files a killed writer left, and the carries of workspaces that are gone.
     """
+    with index_lock(settings, timeout=lock_timeout):
+        return _write_carries(settings, workspaces, store=store, recaller=recaller)
+
+
+def _write_carries(
+    settings: Settings,
+    workspaces: Iterable[str] | None,
+    *,
+    store: Store | None,
+    recaller: RecallAccess | None,
+) -> list[CarryResult]:
+    if workspaces is None:
+        tidy_carry_dir(settings, list_workspaces(settings))
     names = list_workspaces(settings) if workspaces is None else sorted(set(workspaces))
     present = []
     for workspace in names:
@@ -663,3 +692,82 @@ def _manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
 def carry_paths(settings: Settings, workspace: str) -> tuple[Path, Path]:
     """Given a workspace, return its carry file and manifest paths."""
     return settings.carry_dir / f"{workspace}.md", settings.carry_dir / f"{workspace}.json"
+
+
+# --- tidying ----------------------------------------------------------------------------------
+
+
+CARRY_SUFFIXES = (".md", ".inline.md", ".json")  # a workspace's files in the carry folder
+
+
+def tidy_carry_dir(settings: Settings, workspaces: Iterable[str]) -> list[Path]:
+    """Given the root's workspaces, remove from the carry folder what no writer will touch
+    again; return what was removed. Call it holding the index lock (no writer is mid-write).
+
+    - `.<name>.<random>.tmp`: a writer killed between creating its temp file and renaming it;
+    - `<name>.md`, `<name>.inline.md` and `<name>.json` of a workspace that was deleted or
+      renamed, when the manifest names that workspace (a file a user put there is left alone).
+    """
+    carry_dir = settings.carry_dir
+    keep = set(workspaces)
+    try:
+        children = list(carry_dir.iterdir())
+    except FileNotFoundError:
+        return []
+    gone = {
+        child.name[: -len(".json")]
+        for child in children
+        if child.name.endswith(".json") and not child.name.startswith(".")
+    }
+    gone = {owner for owner in gone - keep if _manifest_names(carry_dir, owner)}
+    stale = [
+        child
+        for child in children
+        if (child.name.startswith(".") and child.name.endswith(".tmp"))
+        or child.name in {f"{owner}{suffix}" for owner in gone for suffix in CARRY_SUFFIXES}
+    ]
+    removed: list[Path] = []
+    for child in stale:
+        if child.is_file() and not child.is_symlink():
+            with contextlib.suppress(FileNotFoundError):
+                child.unlink()
+                removed.append(child)
+    removed += _old_state_temps(settings.state_path)
+    for path in removed:
+        log.info("removed %s (%s)", path, _why_removed(path))
+    return removed
+
+
+# A temp file of daemon.json or indexing.json this old is no write in flight (those writers
+# do not hold the index lock, so only age tells).
+STATE_TEMP_AGE = 60.0
+
+
+def _old_state_temps(state_path: Path) -> list[Path]:
+    removed: list[Path] = []
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for child in state_path.iterdir():
+            if not (child.name.startswith(".") and child.name.endswith(".tmp")):
+                continue
+            with contextlib.suppress(OSError):
+                if child.is_file() and now - child.stat().st_mtime > STATE_TEMP_AGE:
+                    child.unlink()
+                    removed.append(child)
+    return removed
+
+
+def _manifest_names(carry_dir: Path, owner: str) -> bool:
+    """Given a file stem, return whether `<stem>.json` is a carry manifest of that workspace
+    (so `<stem>.md` and `<stem>.json` are carryd's, not a file a user put there)."""
+    try:
+        data = json.loads((carry_dir / f"{owner}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("workspace") == owner
+
+
+def _why_removed(path: Path) -> str:
+    if path.name.endswith(".tmp"):
+        return "a temp file a killed writer left"
+    return "the carry of a workspace that is gone"

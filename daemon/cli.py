@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from carryd.daemon.errors import ConfigError, UsageError
 from carryd.daemon.hosts import HOSTS, event_names
-from carryd.daemon.version import carryd_version
+from carryd.daemon.version import VersionAction
 from carryd.index.errors import CarrydError, describe_os_error
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("carryd.daemon.commands", "cmd_status"),
     "service": ("carryd.daemon.service", "cmd_service"),
     "plan": ("carryd.daemon.commands", "cmd_plan"),
-    "hook": ("carryd.daemon.hosts", "cmd_hook"),
+    "hook": ("carryd.daemon.hook_command", "cmd_hook"),
+    "setup": ("carryd.daemon.setup_hosts", "cmd_setup"),
+    "mcp": ("carryd.daemon.mcp", "cmd_mcp"),
 }
 
 
@@ -55,8 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
             "Keep continuation-carry files and hybrid recall ready for AI coding agents "
             "whose memory is Markdown."
         ),
+        # `carryd --root X status` as well as `carryd status --root X`: the common options
+        # are accepted before the command too (the command's own copy wins when both are given).
+        parents=[common],
     )
-    parser.add_argument("--version", action="version", version=f"carryd {carryd_version()}")
+    parser.add_argument("--version", action=VersionAction, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_memory_commands(sub, common, as_json)
     _add_daemon_commands(sub, common, as_json)
@@ -128,7 +133,7 @@ def _add_daemon_commands(
     common: argparse.ArgumentParser,
     as_json: argparse.ArgumentParser,
 ) -> None:
-    """`carryd run|status|service|plan|hook`: the daemon, its health, upkeep and hosts."""
+    """`carryd run|status|service|plan`: the daemon, its health and upkeep."""
     sub.add_parser(
         "run",
         parents=[common],
@@ -167,17 +172,58 @@ def _add_daemon_commands(
         "losslessly.",
     )
     plan.add_argument("action", choices=["archive"])
+    plan.add_argument("--dry-run", action="store_true", help="show what would move; write nothing")
     plan.add_argument("--workspace", help="only this workspace")
 
+    _add_host_commands(sub, common)
+
+
+def _add_host_commands(
+    sub: argparse._SubParsersAction,  # type: ignore[type-arg]
+    common: argparse.ArgumentParser,
+) -> None:
+    """`carryd hook|setup|mcp`: the hosts' hooks, wiring them in, recall as MCP tools."""
     hook = sub.add_parser(
         "hook",
         parents=[common],
-        help="host integrations (Claude Code, Codex: SessionStart, statusLine)",
+        help="host integrations (Claude Code, Codex CLI, Gemini CLI hooks and status line)",
         description="Answer a host hook on stdin/stdout. Never fails the host: any problem "
-        "gives a small valid answer and exit 0.",
+        "gives a small valid answer and exit 0, and setup problems go to the person, once.",
     )
     hook.add_argument("host", choices=list(HOSTS))
     hook.add_argument("event", choices=event_names())
+    hook.add_argument(
+        "--wrap",
+        metavar="CMD",
+        help="statusline: run your status line command, show its text first",
+    )
+
+    setup = sub.add_parser(
+        "setup",
+        parents=[common],
+        help="merge carryd's hooks into a host's settings (claude-code, codex, gemini)",
+        description="Merge carryd's hooks (and Claude Code's status line, wrapping yours) into "
+        "the host's user settings, or a project's with --project; idempotent, with a backup. "
+        "--remove undoes exactly what setup added.",
+    )
+    setup.add_argument("host", choices=list(HOSTS))
+    setup.add_argument("--project", metavar="DIR", help="the project's settings, not the user's")
+    setup.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
+    setup.add_argument("--remove", action="store_true", help="take carryd's entries out again")
+    setup.add_argument(
+        "--print-instructions",
+        action="store_true",
+        help="print the CLAUDE.md / AGENTS.md / GEMINI.md paragraph on keeping the ledger",
+    )
+
+    mcp = sub.add_parser(
+        "mcp",
+        parents=[common],
+        help="serve recall, expand, carry and status as MCP tools on stdio",
+        description="A stdio MCP server (needs the optional extra: pip install 'carryd[mcp]'). "
+        "Answers through the running daemon when there is one, else in-process.",
+    )
+    mcp.add_argument("--workspace", help="the carry tool's default workspace (else the cwd's)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

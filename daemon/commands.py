@@ -20,11 +20,13 @@ from carryd.daemon.archive import archive_plans
 from carryd.daemon.carrying import CarryResult, build_workspace_carry, write_carries
 from carryd.daemon.errors import UsageError
 from carryd.daemon.indexing import sync_root
-from carryd.daemon.layout import list_workspaces
+from carryd.daemon.layout import check_workspace, is_workspace, list_workspaces
+from carryd.daemon.progress import Progress, progress_mode
 from carryd.daemon.recall_access import recall_access
 from carryd.daemon.recalling import answer_json
 from carryd.daemon.status import render_text, status_report
 from carryd.daemon.verifying import verify_root
+from carryd.index.errors import PromptBudgetError
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
@@ -35,8 +37,11 @@ if TYPE_CHECKING:
 
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
-    """`carryd index [--json]`: sync once; exit 0 (also when degraded or files were skipped)."""
-    report = sync_root(settings)
+    """`carryd index [--json]`: sync once, showing progress on stderr (none with --json); exit 0
+    (also when degraded or files were skipped)."""
+    mode = progress_mode(as_json=getattr(args, "json", False))
+    with Progress("embedding", mode=mode) as progress:
+        report = sync_root(settings, progress=progress)
     for note in report.notes:
         print(f"carryd: {note}", file=sys.stderr)
     for problem in report.problems:
@@ -64,6 +69,8 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     if getattr(args, "json", False):
         print(json.dumps(report.to_json(), ensure_ascii=False))
     elif report.ok:
+        for problem in report.skipped:
+            print(f"skipped (not indexed): {problem.path}: {problem.reason}")
         print("index and files agree")
     else:
         for difference in report.problems:
@@ -120,8 +127,9 @@ def _batch_requests(path: str, args: argparse.Namespace) -> list[dict[str, Any]]
 
 
 def _check_numbers(limit: int | None, min_confidence: float | None) -> None:
-    if limit is not None and limit < 0:
-        raise UsageError(f"--limit must not be negative, got {limit}")
+    # --limit 0 would ask for an answer that is empty by construction: say so instead.
+    if limit is not None and limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {limit}")
     if min_confidence is not None and not 0.0 <= min_confidence <= 1.0:
         raise UsageError(f"--min-confidence must be between 0 and 1, got {min_confidence}")
 
@@ -139,27 +147,49 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
         requests = _batch_requests(batch, args)
         for params in requests:
             _check_numbers(params["limit"], params["min_confidence"])
+            if params["workspace"] is not None:
+                checked_workspace(settings, params["workspace"])
         for answer in _answers(settings, requests):
             print(json.dumps(answer_json(answer), ensure_ascii=False), flush=True)
         return 0
+    if args.workspace is not None:
+        checked_workspace(settings, args.workspace)
     params = _recall_params(query, args.workspace, args.limit, args.min_confidence)
     (typed,) = list(_answers(settings, [params]))
     answer = answer_json(typed)
     if getattr(args, "json", False):
         print(json.dumps(answer, ensure_ascii=False, indent=2))
     else:
-        print(_listing(answer))
+        print(_listing(answer, ranked_all=args.min_confidence == 0))
     return 0
 
 
-def _listing(answer: Mapping[str, Any]) -> str:
+def checked_workspace(settings: Settings, workspace: str) -> str:
+    """Given a --workspace value, return it when it names a workspace of the root; else raise
+    UsageError naming the known ones (the one check every command's --workspace goes through)."""
+    check_workspace(settings, workspace)  # the name's shape, and that the folder exists
+    if not is_workspace(settings, workspace):  # not the state folder, an ignored or hidden one
+        known = ", ".join(list_workspaces(settings)) or "none"
+        raise UsageError(
+            f"{workspace!r} is not a workspace of {settings.root_path} (workspaces: {known})"
+        )
+    return workspace
+
+
+def _listing(answer: Mapping[str, Any], *, ranked_all: bool = False) -> str:
     """Given a recall answer, return it as a short human-readable listing."""
     lines = []
     if answer.get("degraded"):
         lines.append(f"(degraded: {answer['degraded']})")
     hits = answer.get("hits", [])
     if not hits:
-        lines.append("no memory above the confidence threshold")
+        lines.append(
+            "no candidates: no entry shares a word with the query and none is close enough "
+            "in meaning to be nominated"
+            if ranked_all
+            else "no memory above the confidence threshold (--min-confidence 0 lists every "
+            "ranked candidate)"
+        )
     for position, hit in enumerate(hits, start=1):
         lines.append(
             f"{position}. {hit['id']}  {hit['path']}:{hit['line_start']}-{hit['line_end']}  "
@@ -216,14 +246,11 @@ def cmd_carry(args: argparse.Namespace, settings: Settings) -> int:
     """`carryd carry [--workspace W] [--print] [--max-chars N]`."""
     workspace: str | None = getattr(args, "workspace", None)
     max_chars: int | None = getattr(args, "max_chars", None)
-    if max_chars is not None and max_chars < 0:
-        raise UsageError(f"--max-chars must not be negative, got {max_chars}")
+    if max_chars is not None and max_chars < 1:
+        raise UsageError(f"--max-chars must be at least 1, got {max_chars}")
     existing = list_workspaces(settings)
-    if workspace is not None and workspace not in existing:
-        known = ", ".join(existing) or "none"
-        raise UsageError(
-            f"no workspace {workspace!r} in {settings.root_path} (workspaces: {known})"
-        )
+    if workspace is not None:
+        checked_workspace(settings, workspace)
     if getattr(args, "print_", False):
         if workspace is None:
             if len(existing) != 1:
@@ -233,7 +260,10 @@ def cmd_carry(args: argparse.Namespace, settings: Settings) -> int:
                     f"workspaces (workspaces: {known})"
                 )
             workspace = existing[0]
-        built = build_workspace_carry(settings, workspace, max_chars=max_chars)
+        try:
+            built = build_workspace_carry(settings, workspace, max_chars=max_chars)
+        except PromptBudgetError as error:  # the asked budget cannot hold the required parts
+            raise UsageError(f"--max-chars {max_chars}: {error}") from error
         if built.fallback:
             print(f"carryd: {workspace}: flat fallback: {built.reason}", file=sys.stderr)
         _print_text(built.text)
@@ -271,18 +301,14 @@ def _print_text(text: str) -> None:
 
 
 def cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
-    """`carryd plan archive [--workspace W]`: print what moved; exit 1 if a plan failed."""
+    """`carryd plan archive [--workspace W] [--dry-run]`: print what moved (or would move);
+    exit 1 if a plan failed."""
     if args.action != "archive":
         raise UsageError(f"unknown plan action {args.action!r} (known: archive)")
     workspace = getattr(args, "workspace", None)
-    if workspace is not None:
-        if workspace in ("", ".", "..") or "/" in workspace or "\\" in workspace:
-            raise UsageError(f"--workspace {workspace!r}: give a top-level folder name")
-        if not (settings.root_path / workspace).is_dir():
-            raise UsageError(f"no workspace {workspace!r} under {settings.root_path}")
-        results = archive_plans(settings, [workspace])
-    else:
-        results = archive_plans(settings)
+    dry_run = bool(getattr(args, "dry_run", False))
+    chosen = None if workspace is None else [checked_workspace(settings, workspace)]
+    results = archive_plans(settings, chosen, dry_run=dry_run)
     for outcome in results:
         if outcome.reason != "no_plan" or workspace is not None:
             print(outcome.describe())

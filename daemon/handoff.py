@@ -1,37 +1,28 @@
-"""The host-neutral hand-off: what any host's hook gets, whatever its wire format.
+"""The host-neutral hand-off: the carry a hook injects and the status line's hint.
 
-A host adapter (`host_claude_code.py`, `host_codex.py`, registered in `hosts.py`) parses its
-host's stdin, calls `handoff_answer` (SessionStart-like events: the carry to inject) or
-`carry_hint` (status lines: is a carry ready at the hand-off threshold), and encodes the
-answer in its host's format. Everything else lives here once:
+`hook_events` runs a host's hook (stdin, settings, the bypass, never failing the host) and
+asks here for what the model gets at the start of a session (`handoff_answer`) and what a
+status line says (`carry_hint`). The workspace of the host's directory is
+`workspace_lookup.find_workspace` (mapped projects, their subfolders, git work trees).
 
-- a hook must never break the host: bad or missing stdin, a broken config, an unknown
-  workspace, a missing carry, a daemon that is down, any error — the answer is still valid,
-  small and exit 0 (`run_hook`). Settings are loaded here (not by the CLI) for that reason,
-  and the bypass variable (`hooks.bypass_env`, `CARRYD_HOOKS_OFF`) makes every answer empty;
-- the carry is inlined byte for byte when it is fresh and fits; otherwise it is *planned*
-  again under the inline budget (`hooks.inline_chars`): required segments first, optional
-  ones whole or not at all — never cut mid-text — and the answer ends with the path of the
-  full carry file. Recall for that plan goes to the running daemon (warm, no model load)
-  when one answers, else runs in-process.
+The carry is inlined byte for byte when it is fresh and fits; otherwise it is *planned* again
+under the inline budget (`hooks.inline_chars`): required segments first, optional ones whole or
+not at all — never cut mid-text — and the answer ends with the path of the full carry file.
+Recall for that plan goes to the running daemon (warm, no model load) when one answers, else
+runs in-process. A hook with a fresh carry reads a file and never loads the carry planner.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import logging
-import os
-import sys
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from carryd.daemon import control
-from carryd.daemon.config import HookSettings, load_settings
-from carryd.daemon.layout import carry_state, is_workspace
+from carryd.daemon.layout import check_carry
+from carryd.daemon.workspace_lookup import find_workspace
 from carryd.index.errors import CarrydError, PromptBudgetError
 
 if TYPE_CHECKING:
@@ -39,10 +30,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_INPUT_BYTES = 1_000_000
 # Problems are reported in a line or two, never more, whatever the budget.
 SHORT_ANSWER_CHARS = 400
-FALSY = frozenset({"", "0", "false", "no", "off"})
 # Is a daemon there? A live one answers a ping in a few milliseconds.
 PING_TIMEOUT = 0.5
 # A warm recall takes tens of milliseconds; this only guards against a wedged daemon.
@@ -81,104 +70,6 @@ class InlineCarry:
     reason: str | None
 
 
-# One event of one host: the answer to print for the raw stdin, for an error and when bypassed.
-Answer = Callable[[str, "Settings | None", "str | None"], str]
-
-
-@dataclass(frozen=True)
-class HookEvent:
-    """What a host adapter does for one event; `run_hook` keeps the host safe around it."""
-
-    answer: Answer  # raw stdin, settings (None: unusable), problem → the text to print
-    on_error: Callable[[int, str], str]  # inline budget, short message → the text to print
-    bypassed: str  # printed when the bypass variable is set
-
-
-# --- running a hook -----------------------------------------------------------------------------
-
-
-def run_hook(event: HookEvent, args: argparse.Namespace, *, stdin: IO[str] | None = None) -> int:
-    """Given a host event and the CLI args, read stdin, print the answer, return 0 — always."""
-    settings: Settings | None = None
-    try:
-        settings, problem = load_settings_softly(args)
-        if bypassed(settings):
-            emit(event.bypassed)
-            return 0
-        emit(event.answer(read_input(stdin), settings, problem))
-    except Exception as error:  # noqa: BLE001 — the host's session must never fail because of us
-        log.warning("carryd hook failed: %s: %s", type(error).__name__, error)
-        budget = settings.hooks.inline_chars if settings is not None else SHORT_ANSWER_CHARS
-        emit(event.on_error(budget, f"hook error: {type(error).__name__}"))
-    return 0
-
-
-def load_settings_softly(args: argparse.Namespace) -> tuple[Settings | None, str | None]:
-    """Given the CLI args, return (settings, None), or (None, why they cannot be used)."""
-    try:
-        settings = load_settings(getattr(args, "config", None), root=getattr(args, "root", None))
-    except CarrydError as error:
-        return None, f"config error: {error}"
-    if not settings.root:
-        return settings, "no memory root (set CARRYD_ROOT or 'root' in the config)"
-    return settings, None
-
-
-def bypassed(settings: Settings | None, environ: Mapping[str, str] | None = None) -> bool:
-    """Given the settings (or None), return whether the bypass variable is set to a true value."""
-    env = os.environ if environ is None else environ
-    name = settings.hooks.bypass_env if settings is not None else HookSettings().bypass_env
-    return bool(name) and env.get(name, "").strip().lower() not in FALSY
-
-
-def read_input(stream: IO[str] | None = None) -> str:
-    """Given stdin (or a stand-in), return what the host wrote — "" for a terminal or nothing."""
-    stream = sys.stdin if stream is None else stream
-    if stream is None:
-        return ""
-    try:
-        if stream.closed or stream.isatty():
-            return ""
-        buffer = getattr(stream, "buffer", None)
-        if buffer is not None:
-            data: bytes = buffer.read(MAX_INPUT_BYTES)
-            return data.decode("utf-8", errors="replace")
-        return stream.read(MAX_INPUT_BYTES)
-    except (OSError, ValueError):
-        return ""
-
-
-def parse_input(raw: str) -> tuple[dict[str, Any] | None, str | None]:
-    """Given the raw hook input, return (the JSON object, None) or (None, what is wrong)."""
-    if not raw.strip():
-        return None, "no hook input on stdin"
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return None, "the hook input is not JSON"
-    if not isinstance(data, dict):
-        return None, f"the hook input is a JSON {type(data).__name__}, not an object"
-    return data, None
-
-
-def emit(text: str) -> None:
-    """Given the answer, print it and a newline as UTF-8 whatever the locale says (LANG=C
-    must not break the host)."""
-    text += "\n"
-    sys.stdout.flush()
-    buffer = getattr(sys.stdout, "buffer", None)
-    if buffer is not None:
-        buffer.write(text.encode("utf-8", errors="replace"))
-        buffer.flush()
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-
-
-def as_json(payload: Mapping[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=False)
-
-
 # --- the hand-off -------------------------------------------------------------------------------
 
 
@@ -187,14 +78,15 @@ def handoff_answer(
 ) -> SessionStartAnswer:
     """Given usable settings, the host's working directory and the inline budget, return the
     carry to inject (CarrydError-free: every problem is a short answer with its reason)."""
-    workspace = settings.workspace_for(cwd)
-    if not is_workspace(settings, workspace):
+    workspace = find_workspace(settings, cwd)
+    if workspace is None:
+        configured = settings.workspace_for(cwd)
         return short(
-            f"no workspace {workspace!r} in {settings.root_path} for {cwd} "
+            f"no workspace {configured!r} in {settings.root_path} for {cwd} "
             "(map the project in the config's [workspaces] table)",
             "unknown_workspace",
             budget,
-            workspace=workspace,
+            workspace=configured,
         )
     carry_path = str(settings.carry_dir / f"{workspace}.md")
     try:
@@ -245,9 +137,11 @@ def inline_carry(settings: Settings, workspace: str, *, budget_for_carry: int) -
     the smaller budget from the current files.
     """
     path = settings.carry_dir / f"{workspace}.md"
-    state = carry_state(settings, workspace)
+    # The bytes injected are the bytes the check verified against the manifest (no second
+    # read that could race a writer); a damaged carry is never injected, it is re-planned.
+    state = check_carry(settings, workspace)
     if state.state in ("fresh", "fallback"):
-        text = _read_carry(path)
+        text = state.text
         if text is not None and len(text) <= budget_for_carry:
             return InlineCarry(text, str(path), state.state == "fallback", state.detail)
         # The variant the daemon pre-built for this budget (issue 10 item 7): no model, no
@@ -259,7 +153,7 @@ def inline_carry(settings: Settings, workspace: str, *, budget_for_carry: int) -
         settings,
         workspace,
         max_chars=budget_for_carry,
-        refresh=state.state in ("missing", "stale"),
+        refresh=state.state in ("missing", "stale", "damaged"),
     )
 
 
@@ -275,6 +169,7 @@ def plan_carry_text(
     """
     # Lazy, a service and not a command: a hook with a fresh carry reads a file and never
     # loads the carry planner, the parser or the secret scanner (~0.4 s).
+    from carryd.daemon import control  # the socket module too: only a plan asks the daemon
     from carryd.daemon.carrying import build_workspace_carry, write_carry
     from carryd.daemon.recall_access import recall_access
 
@@ -287,21 +182,14 @@ def plan_carry_text(
                 write_carry(settings, workspace, recaller=recall)
             except (CarrydError, OSError) as error:
                 log.warning("carryd hook: could not rewrite %s: %s", path, error)
-            text = _read_carry(path)
+            written = check_carry(settings, workspace)
+            text = written.text if written.state in ("fresh", "fallback") else None
             if text is not None and len(text) <= max_chars:
-                fallback, reason = _manifest_fallback(settings, workspace)
-                return InlineCarry(text, str(path), fallback, reason)
+                return InlineCarry(text, str(path), written.state == "fallback", written.detail)
         built = build_workspace_carry(settings, workspace, max_chars=max_chars, recaller=recall)
     finally:
         recall.close()
     return InlineCarry(built.text, str(path), built.fallback, built.reason)
-
-
-def _read_carry(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 def _read_prebuilt_inline(settings: Settings, workspace: str, budget: int) -> str | None:
@@ -322,17 +210,6 @@ def _read_prebuilt_inline(settings: Settings, workspace: str, budget: int) -> st
     return text if len(text) <= budget else None
 
 
-def _manifest_fallback(settings: Settings, workspace: str) -> tuple[bool, str | None]:
-    try:
-        manifest = json.loads((settings.carry_dir / f"{workspace}.json").read_text("utf-8"))
-    except (OSError, ValueError):
-        return False, None
-    if not isinstance(manifest, dict):
-        return False, None
-    reason = manifest.get("reason")
-    return bool(manifest.get("fallback")), reason if isinstance(reason, str) else None
-
-
 # --- the status hint ----------------------------------------------------------------------------
 
 
@@ -341,10 +218,10 @@ def carry_hint(settings: Settings, cwd: str, *, fraction: float | None) -> str:
     the carryd part of a status line: the carry's state, and at the hand-off threshold what
     to do (`/clear` hands off)."""
     hooks = settings.hooks
-    workspace = settings.workspace_for(cwd)
-    if not is_workspace(settings, workspace):
-        return f" | carryd: no workspace {one_line(workspace)[:40]!r}"
-    freshness = carry_state(settings, workspace)
+    workspace = find_workspace(settings, cwd)
+    if workspace is None:
+        return f" | carryd: no workspace {one_line(settings.workspace_for(cwd))[:40]!r}"
+    freshness = check_carry(settings, workspace)
     label = one_line(workspace)[:40]
     at_threshold = fraction is not None and fraction + 1e-9 >= hooks.handoff_threshold
     if not at_threshold:
@@ -355,6 +232,7 @@ def carry_hint(settings: Settings, cwd: str, *, fraction: float | None) -> str:
         "stale": f"carry stale ({one_line(freshness.detail or '?')[:40]} newer): "
         "/clear re-plans it and hands off",
         "missing": "no carry yet: /clear plans one and hands off",
+        "damaged": "carry damaged: /clear re-plans it and hands off",
     }[freshness.state]
     return f" >= {hooks.handoff_threshold:.0%} | {hint} ({label})"
 

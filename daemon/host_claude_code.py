@@ -1,77 +1,58 @@
-"""Claude Code: `carryd hook claude-code session-start|statusline`.
+"""Claude Code: `carryd hook claude-code session-start|prompt-submit|statusline`.
 
 Claude Code's hooks get no token counts, but its statusLine command receives
 `context_window.used_percentage`: the status line says when the context is at the hand-off
-threshold (0.75, before the host's own compaction) and that `/clear` hands off. `/clear` starts a
-new session, whose SessionStart hook (source `clear`) answers with
-`hookSpecificOutput.additionalContext` — the only channel that reaches the model
-(`systemMessage` is shown to the user only; PreCompact cannot inject). Hook output above about
-10,000 characters is not inlined, so the carry is planned under `hooks.inline_chars` (9,000)
-by the host-neutral hand-off (`carryd.daemon.handoff`).
+threshold (0.75, before the host's own compaction) and records the usage per session, which the
+`UserPromptSubmit` hook (`prompt-submit`) reads to tell the model, once per crossing, to write
+its hand-off (without a status line, the transcript's last main-chain assistant message's
+`message.usage` over a 200k window). `/clear` starts a new session, whose SessionStart hook
+(source `clear`) answers with `hookSpecificOutput.additionalContext` — the only channel that
+reaches the model (`systemMessage` is shown to the user only: setup problems go there; PreCompact
+cannot inject). Hook output above about 10,000 characters is not inlined, so the carry is planned
+under `hooks.inline_chars` (9,000) by the host-neutral hand-off (`carryd.daemon.handoff`).
 
 Which sources inject: all four. `startup` and `clear` begin a new context in the workspace (the
 hand-off itself); `compact` follows the host's own compaction, whose summary is lossy, so the
 ledger and anchors go back in; `resume` reopens an older conversation that predates whatever the
 carry learned since. Narrow the settings.json matcher to change that.
+
+`carryd setup claude-code` writes the status line as `carryd hook claude-code statusline --wrap
+THEIRS` when the user had one: their text first, carryd's after.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from carryd.daemon.config import HookSettings
-from carryd.daemon.handoff import (
+from carryd.daemon import hook_state
+from carryd.daemon.handoff import carry_hint, one_line
+from carryd.daemon.handoff_trigger import last_jsonl_usage, token_count
+from carryd.daemon.hook_events import (
+    HookCall,
     HookEvent,
-    SessionStartAnswer,
-    as_json,
-    carry_hint,
-    handoff_answer,
-    one_line,
+    Wire,
+    cwd_of,
     parse_input,
-    short,
+    prompt_submit,
+    session_start,
 )
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
 
-__all__ = ["EVENTS", "session_start_answer", "session_start_payload", "statusline_text"]
+log = logging.getLogger(__name__)
+
+__all__ = ["CLEAR_COMMAND", "EVENTS", "statusline_text", "transcript_usage", "used_fraction"]
+
+CLEAR_COMMAND = "/clear"
+CONTEXT_WINDOW = 200_000
+WRAP_TIMEOUT_SECONDS = 2.0
 
 
-# --- SessionStart -------------------------------------------------------------------------------
-
-
-def session_start_answer(
-    raw: str, settings: Settings | None, problem: str | None
-) -> SessionStartAnswer:
-    """Given the SessionStart input and the settings, return the answer (CarrydError-free)."""
-    budget = (settings.hooks if settings is not None else HookSettings()).inline_chars
-    data, bad = parse_input(raw)
-    if data is None:
-        return short(bad or "bad input", "bad_input", budget)
-    if settings is None or problem:
-        return short(problem or "no settings", "config_error", budget)
-    cwd = _cwd_of(data, statusline=False)
-    if cwd is None:
-        return short("the hook input has no usable cwd", "bad_input", budget)
-    source = data.get("source") if isinstance(data.get("source"), str) else None
-    return handoff_answer(settings, cwd, budget=budget, source=source)
-
-
-def session_start_payload(answer: SessionStartAnswer) -> dict[str, Any]:
-    """Given an answer, return the SessionStart hook output (`{}`: no answer)."""
-    if answer.context is None:
-        return {}
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "SessionStart",
-            "additionalContext": answer.context,
-        }
-    }
-
-
-# --- the status line ----------------------------------------------------------------------------
+# --- usage ----------------------------------------------------------------------------------------
 
 
 def used_fraction(data: Mapping[str, Any]) -> float | None:
@@ -95,8 +76,31 @@ def used_fraction(data: Mapping[str, Any]) -> float | None:
     return None
 
 
+def transcript_usage(tail: str) -> float | None:
+    """Given the end of a session transcript (JSONL), return the context used (0–1), or None:
+    the last main-chain assistant message's input + cache tokens over a 200k window."""
+    return last_jsonl_usage(tail, _record_usage)
+
+
+def _record_usage(record: Mapping[str, Any]) -> float | None:
+    if record.get("type") != "assistant" or record.get("isSidechain") is True:
+        return None  # a subagent's message says nothing about this context
+    message = record.get("message")
+    usage = message.get("usage") if isinstance(message, Mapping) else None
+    if not isinstance(usage, Mapping):
+        return None
+    keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    used = sum(token_count(usage.get(key)) for key in keys)
+    if used <= 0:
+        return None  # a synthetic message (an error, an interruption) records no usage
+    return used / CONTEXT_WINDOW
+
+
+# --- the status line ------------------------------------------------------------------------------
+
+
 def statusline_text(raw: str, settings: Settings | None, problem: str | None) -> str:
-    """Given the statusLine input and the settings, return the one line to show."""
+    """Given the statusLine input and the settings, return carryd's one line."""
     data, bad = parse_input(raw)
     data = data or {}
     fraction = used_fraction(data)
@@ -110,24 +114,45 @@ def statusline_text(raw: str, settings: Settings | None, problem: str | None) ->
         return shown + " | carryd: no status input"
     if settings is None or problem:
         return shown + " | carryd: " + ("config error" if settings is None else "no root")
-    cwd = _cwd_of(data)
+    cwd = cwd_of(data, statusline=True)
     if cwd is None:
         return shown + " | carryd: no cwd in status input"
     return shown + carry_hint(settings, cwd, fraction=fraction)
 
 
-def _cwd_of(data: Mapping[str, Any], *, statusline: bool = True) -> str | None:
-    """Given hook input, return the host's working directory, or None when it names no
-    usable path (absent, empty, not a string, or holding a NUL byte no path can hold)."""
-    candidates: list[object] = []
-    workspace = data.get("workspace")
-    if statusline and isinstance(workspace, Mapping):
-        candidates.append(workspace.get("current_dir"))
-    candidates.append(data.get("cwd"))
-    for candidate in candidates:
-        if isinstance(candidate, str) and candidate and "\x00" not in candidate:
-            return candidate
-    return None
+def statusline(call: HookCall) -> str:
+    """The status line: the user's own first when carryd wraps it, then carryd's hint; the
+    usage is recorded for the session's prompt hook."""
+    theirs = run_wrapped(call.wrap, call.raw) if call.wrap else ""
+    if call.bypassed:
+        return theirs
+    settings = call.settings
+    if settings is not None and not call.problem and call.data is not None:
+        fraction = used_fraction(call.data)
+        key = hook_state.session_key(call.data)
+        if key and fraction is not None:
+            hook_state.record_statusline(settings, key, fraction)
+    ours = statusline_text(call.raw, settings, call.problem)
+    return f"{theirs} | {ours}" if theirs else ours
+
+
+def run_wrapped(command: str, raw: str) -> str:
+    """Given the user's status line command, run it with the same input; return its text."""
+    import subprocess  # only for a wrapped status line
+
+    try:
+        done = subprocess.run(
+            command,
+            shell=True,
+            input=raw.encode("utf-8", errors="replace"),
+            capture_output=True,
+            timeout=WRAP_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        log.warning("carryd statusline: the wrapped command failed: %s", error)
+        return ""
+    return done.stdout.decode("utf-8", errors="replace").rstrip("\n")
 
 
 def _number(value: object) -> float | None:
@@ -136,26 +161,14 @@ def _number(value: object) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-# --- the events ---------------------------------------------------------------------------------
-
-
-def _session_start(raw: str, settings: Settings | None, problem: str | None) -> str:
-    return as_json(session_start_payload(session_start_answer(raw, settings, problem)))
-
-
-def _session_start_error(budget: int, message: str) -> str:
-    return as_json(session_start_payload(short(message, "error", budget)))
-
-
-SESSION_START = HookEvent(
-    answer=_session_start, on_error=_session_start_error, bypassed=as_json({})
-)
+# --- the events -----------------------------------------------------------------------------------
 
 EVENTS: Mapping[str, HookEvent] = {
-    "session-start": SESSION_START,
+    "session-start": session_start(Wire("SessionStart")),
+    "prompt-submit": prompt_submit(
+        Wire("UserPromptSubmit"), transcript_usage=transcript_usage, clear_command=CLEAR_COMMAND
+    ),
     "statusline": HookEvent(
-        answer=statusline_text,
-        on_error=lambda budget, message: "carryd: hook error (see `carryd status`)",
-        bypassed="",
+        answer=statusline, on_error=lambda notice: "carryd: hook error (see `carryd status`)"
     ),
 }

@@ -10,8 +10,16 @@ A sync is plan, then apply:
 3. parse the changed files, `index.sync.diff_entries` against their stored rows: new, changed
    and removed entries, postings to recompute (text changed), L0s to embed (no vector of the
    current model identity for that L0 hash);
-4. apply: one transaction per batch of up to `EMBED_CHUNK` embeddings; the file rows are written
-   in the last one, so an interrupted sync re-reads those files next time and converges.
+4. apply, one transaction per batch of whole files (about `COMMIT_EMBEDDINGS` embeddings each):
+   a file's entries, postings, vectors and record commit together, so an interrupted
+   `carryd index` (Ctrl-C, kill) keeps every file it committed and the next run embeds only
+   what is missing. Right before each commit the files read for it are checked again (stat and
+   sha256); one that changed since it was read keeps its old record and is synced again at
+   once, so no sync records a file as indexed with bytes it no longer has.
+
+One writer at a time: the whole sync holds the root's index lock (`carryd.daemon.index_lock`),
+whichever process runs it (the daemon, `carryd index`, a repair). A sync that commits in
+several batches records its progress in `<state>/indexing.json` for `carryd status`.
 
 Counts (`SyncReport`, the `carryd index --json` keys):
 - `files`     Markdown files in the index after the run;
@@ -33,21 +41,24 @@ Checking the index against the files (`carryd verify`) and repairing it is
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from carryd.daemon.config import Settings
+from carryd.daemon.index_lock import index_lock
 
 # Re-exported for callers that predate the layout/model services (bench/).
 from carryd.daemon.layout import open_store as open_store
 from carryd.daemon.model import load_embedder_for as load_embedder_for
+from carryd.daemon.model import model_identity_text
 from carryd.daemon.scan import (
     Problem,
     in_scope,
@@ -56,6 +67,7 @@ from carryd.daemon.scan import (
     scan_paths,
     scan_root,
 )
+from carryd.daemon.state import clear_indexing, record_last_index, write_indexing
 from carryd.index.embed import (
     Embedder,
 )
@@ -81,8 +93,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# L0s embedded (and vectors committed) per transaction during a large sync.
-EMBED_CHUNK = 2048
+# About this many L0s embedded (and committed) per transaction of a large sync: small enough
+# that an interrupted cold index loses seconds of work, large enough that commits cost nothing
+# next to the embedding. Whole files per transaction, so a batch may hold more.
+COMMIT_EMBEDDINGS = 256
+# Rows per transaction when nothing is embedded (a degraded model, a new tokenizer).
+COMMIT_ENTRIES = 4096
+# Times a sync re-reads files that changed between being read and being committed.
+SETTLE_ATTEMPTS = 3
 
 
 class LoadModel:
@@ -109,6 +127,8 @@ class SyncReport:
     parsed: int = 0  # files read and parsed in this run (0 when nothing changed)
     added: int = 0  # entries new in this run
     notes: tuple[str, ...] = ()  # once-only news: a recovered index, a model identity change
+    # files whose record was held back: they changed between being read and the commit
+    changed_since_read: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """Return exactly the CLI contract's keys plus "problems"."""
@@ -132,31 +152,146 @@ def sync_root(
     store: Store | None = None,
     embedder: Embedder | None | LoadModel = LOAD,
     paths: Iterable[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> SyncReport:
-    """Given the settings (and optionally an open store, an embedder or None for none, and the
-    relative paths that changed), bring the index up to date and return what was done."""
+    """Given the settings (and optionally an open store, an embedder or None for none, the
+    relative paths that changed, and `progress(embedded so far, total to embed)`, called once
+    before the first embedding batch and after each one), bring the index up to date and return
+    what was done.
+
+    The root's index lock (`carryd.daemon.index_lock`) is held for the whole sync: one writer
+    at a time, whichever process it is; a writer that has to wait says so on stderr.
+    """
     started = time.perf_counter()
-    own_store = store is None
-    active = open_store(settings) if store is None else store
-    notes: list[str] = [active.recovered] if own_store and active.recovered else []
     degraded: str | None = None
+    model: Embedder | None
     if isinstance(embedder, LoadModel):
-        embedder, degraded = load_embedder_for(settings, lazy=True)
-    elif embedder is None:
-        degraded = "no embedding model was given"
-    try:
+        model, degraded = load_embedder_for(settings, lazy=True)
+    else:
+        model = embedder
+        if model is None:
+            degraded = "no embedding model was given"
+    tracker = _Progress(settings, progress)
+    with index_lock(settings):
+        own_store = store is None
+        active = open_store(settings) if store is None else store
+        notes: list[str] = [active.recovered] if own_store and active.recovered else []
         try:
-            report = _sync(settings, active, embedder, degraded, paths)
-        except IndexCorrupt as error:
-            log.warning("index unusable during sync (%s); recovering", error)
-            notes.append(active.recover() or f"index error ({error}); reopened it")
-            report = _sync(settings, active, embedder, degraded, None)
-    finally:
-        if own_store:
-            active.close()
+            try:
+                report = _sync_settled(settings, active, model, degraded, paths, tracker)
+            except IndexCorrupt as error:
+                log.warning("index unusable during sync (%s); recovering", error)
+                notes.append(active.recover() or f"index error ({error}); reopened it")
+                report = _sync_settled(settings, active, model, degraded, None, tracker)
+            except Exception:
+                # The process goes on (the daemon): its pid must not read as "indexing".
+                # Ctrl-C and kill leave the record, which then reads as an interrupted run.
+                tracker.finished()
+                raise
+            tracker.finished()
+            if isinstance(embedder, LoadModel) and (report.embedded or report.degraded):
+                # What this run learnt about the model: status reads it when no daemon runs.
+                identity = model.identity if model is not None else None
+                record_last_index(
+                    settings,
+                    identity=model_identity_text(settings, identity),
+                    degraded=report.degraded,
+                )
+        finally:
+            if own_store:
+                active.close()
     return dataclasses.replace(
         report, notes=tuple(notes) + report.notes, seconds=time.perf_counter() - started
     )
+
+
+def _sync_settled(
+    settings: Settings,
+    store: Store,
+    embedder: Embedder | None,
+    degraded: str | None,
+    paths: Iterable[str] | None,
+    tracker: _Progress,
+) -> SyncReport:
+    """Given what to sync, sync it; then sync again the files that changed between being read
+    and being committed (their file rows were held back), a few times at most."""
+    report = _sync(settings, store, embedder, degraded, paths, tracker)
+    for _ in range(SETTLE_ATTEMPTS):
+        if not report.changed_since_read:
+            break
+        log.info(
+            "%d files changed while being indexed; reading them again: %s",
+            len(report.changed_since_read),
+            ", ".join(report.changed_since_read[:5]),
+        )
+        again = _sync(
+            settings, store, embedder, report.degraded, report.changed_since_read, tracker
+        )
+        report = _merged(report, again)
+    if report.changed_since_read:
+        note = (
+            f"{len(report.changed_since_read)} files kept changing while being indexed; "
+            "the next sync reads them again"
+        )
+        log.warning("%s: %s", note, ", ".join(report.changed_since_read[:5]))
+        report = dataclasses.replace(report, notes=(*report.notes, note))
+    return report
+
+
+def _merged(first: SyncReport, again: SyncReport) -> SyncReport:
+    """Given a sync and the re-sync of the files that changed under it, return one report."""
+    seen = {(problem.path, problem.reason) for problem in first.problems}
+    return dataclasses.replace(
+        again,
+        embedded=first.embedded + again.embedded,
+        removed=first.removed + again.removed,
+        unchanged=first.unchanged,
+        problems=first.problems
+        + tuple(p for p in again.problems if (p.path, p.reason) not in seen),
+        touched_workspaces=first.touched_workspaces | again.touched_workspaces,
+        parsed=first.parsed + again.parsed,
+        added=first.added + again.added,
+        notes=first.notes + again.notes,
+    )
+
+
+class _Progress:
+    """A sync's progress: the caller's callback, and `<state>/indexing.json` for `carryd
+    status` while a sync that commits in several batches runs (removed when it finishes, so
+    one left behind by a dead pid is an interrupted index)."""
+
+    def __init__(self, settings: Settings, callback: Callable[[int, int], None] | None) -> None:
+        self._settings = settings
+        self._callback = callback
+        self._recorded = False
+        self._started = time.time()
+
+    def update(
+        self, *, embedded: int, total: int, files_done: int, files: int, batches: int
+    ) -> None:
+        if self._callback is not None:
+            self._callback(embedded, total)
+        if batches <= 1:
+            return  # one transaction: nothing half-built for status to see
+        self._recorded = True  # once per batch: a few hundred embeddings apart
+        write_indexing(
+            self._settings,
+            {
+                "pid": os.getpid(),
+                "started_at": self._started,
+                "updated_at": time.time(),
+                "embedded": embedded,
+                "to_embed": total,
+                "files_committed": files_done,
+                "files_to_commit": files,
+            },
+        )
+
+    def finished(self) -> None:
+        """The sync ended (or failed and its process goes on): no run is in progress. Under
+        the index lock any record left is this run's or a dead run's, so it always goes."""
+        clear_indexing(self._settings)
+        self._recorded = False
 
 
 @dataclass
@@ -181,20 +316,34 @@ class _EntryChanges:
 
 
 @dataclass(frozen=True)
+class _FileWork:
+    """What one path's sync writes, committed together (so an interrupted sync keeps whole
+    files): its entry rows, removed ids, postings, stale vectors, L0s to embed and its record
+    (None for entries of unchanged files that only catch up on vectors)."""
+
+    path: str
+    record: FileRecord | None = None
+    delete_file: bool = False
+    rows: tuple[EntryRow, ...] = ()
+    removed: tuple[str, ...] = ()
+    postings: tuple[tuple[str, dict[str, int]], ...] = ()
+    stale_vectors: tuple[str, ...] = ()
+    to_embed: tuple[tuple[str, str, str], ...] = ()  # (id, L0 hash, L0)
+
+
+@dataclass(frozen=True)
 class _SyncPlan:
     """Everything one sync writes, decided before anything is embedded or written."""
 
     identity_key: str
-    rows: tuple[EntryRow, ...]
-    removed: tuple[str, ...]
-    postings: tuple[tuple[str, dict[str, int]], ...]
-    stale_vectors: tuple[str, ...]
-    to_embed: tuple[tuple[str, str, str], ...]  # (id, L0 hash, L0)
+    files: tuple[_FileWork, ...]  # sorted by path
     drop_other_identities: bool
     expects_vectors: bool  # entries were added, changed or left without vectors
-    upsert_files: tuple[FileRecord, ...]
-    delete_files: tuple[str, ...]
     retokenized: bool  # a new tokenizer: record its version with the last batch
+
+    @property
+    def to_embed(self) -> int:
+        return sum(len(work.to_embed) for work in self.files)
 
 
 def _sync(
@@ -203,6 +352,7 @@ def _sync(
     embedder: Embedder | None,
     degraded: str | None,
     paths: Iterable[str] | None,
+    tracker: _Progress,
 ) -> SyncReport:
     """Given an open store, bring it up to date: read what changed, plan, then apply."""
     # A new tokenizer makes every posting stale, and postings need the text: re-read it all.
@@ -213,20 +363,21 @@ def _sync(
     work = _read_changes(settings, store, paths, lexicon_stale=lexicon_stale)
     changes = _entry_changes(store, work, embedder, lexicon_stale=lexicon_stale)
     notes, sync_plan = _plan_sync(store, work, changes, embedder, lexicon_stale=lexicon_stale)
-    embedded, degraded = _apply_sync(store, sync_plan, embedder, degraded)
+    applied = _apply_sync(settings, store, sync_plan, embedder, degraded, tracker)
     totals = store.counts()
     return SyncReport(
         files=totals["files"],
         entries=totals["entries"],
-        embedded=embedded,
+        embedded=applied.embedded,
         removed=len(changes.diff.removed),
         unchanged=work.unchanged,
-        degraded=degraded,
+        degraded=applied.degraded,
         problems=tuple(work.problems),
         touched_workspaces=changes.diff.touched_workspaces,
         parsed=changes.parsed,
         added=len(changes.diff.new),
         notes=tuple(notes),
+        changed_since_read=applied.changed_since_read,
     )
 
 
@@ -321,9 +472,9 @@ def _plan_sync(
     *,
     lexicon_stale: bool,
 ) -> tuple[list[str], _SyncPlan]:
-    """Given what changed, return notes for the user and the plan: rows and postings of new
-    and changed entries, vectors to drop and to embed (a model identity change, or entries
-    left without vectors by a degraded run, included)."""
+    """Given what changed, return notes for the user and the plan, per file: rows and postings
+    of new and changed entries, removed ids, vectors to drop and to embed (a model identity
+    change, or entries left without vectors by a degraded run, included) and the file record."""
     diff, old_by_id = changes.diff, changes.old_by_id
     identity_key = embedder.identity.key() if embedder is not None else ""
     notes: list[str] = []
@@ -336,65 +487,114 @@ def _plan_sync(
             drop_other = True
         handled = {entry.id for entry in changes.accepted} | set(diff.removed)
         catch_up = [row for row in store.missing_vectors(identity_key) if row.id not in handled]
+    parts: dict[str, dict[str, list[Any]]] = {}
+
+    def part(path: str, kind: str) -> list[Any]:
+        return parts.setdefault(path, {}).setdefault(kind, [])
+
     doc_lengths: dict[str, int] = {}
-    postings: list[tuple[str, dict[str, int]]] = []
     for entry in diff.retokenize:
         counts = Counter(terms(redact(entry.text)))
         doc_lengths[entry.id] = sum(counts.values())
-        postings.append((entry.id, dict(counts)))
+        part(entry.path, "postings").append((entry.id, dict(counts)))
     rewritten = {entry.id: entry for entry in diff.new + diff.changed + diff.retokenize}
-    rows = tuple(
-        row_for(
-            entry,
-            doc_lengths.get(entry.id, old_by_id[entry.id].doc_len if entry.id in old_by_id else 0),
+    for entry in rewritten.values():
+        old = old_by_id.get(entry.id)
+        length = doc_lengths.get(entry.id, old.doc_len if old is not None else 0)
+        part(entry.path, "rows").append(row_for(entry, length))
+    for entry_id in diff.removed:
+        part(old_by_id[entry_id].path, "removed").append(entry_id)
+    for entry in diff.changed:
+        if old_by_id[entry.id].l0_hash != entry.l0_hash:
+            part(entry.path, "stale").append(entry.id)
+    for entry in diff.to_embed:
+        part(entry.path, "embed").append((entry.id, entry.l0_hash, entry.l0))
+    for row in catch_up:
+        part(row.path, "embed").append((row.id, row.l0_hash, row.l0))
+    records = {record.path: record for record in work.file_rows}
+    deleted = set(work.deleted_files)
+    files = tuple(
+        _FileWork(
+            path=path,
+            record=records.get(path),
+            delete_file=path in deleted,
+            rows=tuple(parts.get(path, {}).get("rows", ())),
+            removed=tuple(parts.get(path, {}).get("removed", ())),
+            postings=tuple(parts.get(path, {}).get("postings", ())),
+            stale_vectors=tuple(parts.get(path, {}).get("stale", ())),
+            to_embed=tuple(parts.get(path, {}).get("embed", ())),
         )
-        for entry in rewritten.values()
+        for path in sorted(set(parts) | set(records) | deleted)
     )
-    stale = tuple(
-        entry.id for entry in diff.changed if old_by_id[entry.id].l0_hash != entry.l0_hash
-    )
-    to_embed = [(e.id, e.l0_hash, e.l0) for e in diff.to_embed]
-    to_embed += [(row.id, row.l0_hash, row.l0) for row in catch_up]
     return notes, _SyncPlan(
         identity_key=identity_key,
-        rows=rows,
-        removed=tuple(diff.removed),
-        postings=tuple(postings),
-        stale_vectors=stale,
-        to_embed=tuple(to_embed),
+        files=files,
         drop_other_identities=drop_other,
         expects_vectors=bool(diff.new or diff.changed or catch_up),
-        upsert_files=tuple(work.file_rows),
-        delete_files=tuple(work.deleted_files),
         retokenized=lexicon_stale,
     )
 
 
+@dataclass(frozen=True)
+class _Applied:
+    embedded: int
+    degraded: str | None  # why embedding stopped (if it did)
+    changed_since_read: tuple[str, ...]  # files whose record was held back
+
+
+def _batches(files: tuple[_FileWork, ...]) -> list[list[_FileWork]]:
+    """Given the per-file work, return it packed into transactions of about
+    `COMMIT_EMBEDDINGS` embeddings (or `COMMIT_ENTRIES` rows), whole files each."""
+    batches: list[list[_FileWork]] = [[]]
+    embeddings = rows = 0
+    for work in files:
+        if batches[-1] and (embeddings >= COMMIT_EMBEDDINGS or rows >= COMMIT_ENTRIES):
+            batches.append([])
+            embeddings = rows = 0
+        batches[-1].append(work)
+        embeddings += len(work.to_embed)
+        rows += len(work.rows) + len(work.removed)
+    return batches
+
+
 def _apply_sync(
-    store: Store, sync_plan: _SyncPlan, embedder: Embedder | None, degraded: str | None
-) -> tuple[int, str | None]:
-    """Given the plan, embed in chunks and write one transaction per chunk, entries first and
-    file rows last; return how many L0s were embedded and why embedding stopped (if it did)."""
-    pending = sync_plan.to_embed
-    chunks = [pending[start : start + EMBED_CHUNK] for start in range(0, len(pending), EMBED_CHUNK)]
-    chunks = chunks or [()]
+    settings: Settings,
+    store: Store,
+    sync_plan: _SyncPlan,
+    embedder: Embedder | None,
+    degraded: str | None,
+    tracker: _Progress,
+) -> _Applied:
+    """Given the plan, embed and commit it one batch of whole files at a time (an interrupted
+    sync keeps every file it committed). Right before each commit, every file read for it is
+    checked again: one that changed since it was read keeps its old record (its entries are
+    committed, the record is not), so the next sync, or `_sync_settled` at once, reads it again."""
     identity_key = sync_plan.identity_key
-    embedded = 0
-    for number, chunk in enumerate(chunks):
+    batches = _batches(sync_plan.files)
+    embedding = embedder is not None and degraded is None
+    total = sync_plan.to_embed if embedding else 0
+    files_total = sum(1 for work in sync_plan.files if work.record or work.delete_file)
+    embedded = files_done = 0
+    changed: list[str] = []
+    tracker.update(embedded=0, total=total, files_done=0, files=files_total, batches=len(batches))
+    for number, batch_files in enumerate(batches):
+        pending = [item for work in batch_files for item in work.to_embed]
         vectors: tuple[tuple[str, str, bytes], ...] = ()
-        if chunk and embedder is not None and degraded is None:
+        if pending and embedder is not None and degraded is None:
             try:
-                matrix = embedder.embed_passages([l0 for _, _, l0 in chunk])
+                matrix = embedder.embed_passages([l0 for _, _, l0 in pending])
             except EmbedderUnavailable as error:
                 degraded = str(error)
                 log.info("embedding stopped: %s", error)  # reported as `degraded`
             else:
                 vectors = tuple(
                     (entry_id, l0_hash, matrix[position].tobytes())
-                    for position, (entry_id, l0_hash, _) in enumerate(chunk)
+                    for position, (entry_id, l0_hash, _) in enumerate(pending)
                 )
                 embedded += len(vectors)
-        first, last = number == 0, number == len(chunks) - 1
+        held_back = _changed_since_read(settings.root_path, batch_files)
+        changed += held_back
+        first, last = number == 0, number == len(batches) - 1
         complete: str | None = None
         if last:
             if embedder is not None and degraded is None:
@@ -404,22 +604,60 @@ def _apply_sync(
             if complete == store.meta("vectors_complete"):
                 complete = None
         batch = Batch(
-            upsert_entries=sync_plan.rows if first else (),
-            delete_entries=sync_plan.removed if first else (),
-            postings=sync_plan.postings if first else (),
+            upsert_entries=tuple(row for work in batch_files for row in work.rows),
+            delete_entries=tuple(entry_id for work in batch_files for entry_id in work.removed),
+            postings=tuple(item for work in batch_files for item in work.postings),
             identity=identity_key,
             vectors=vectors,
-            drop_vectors=sync_plan.stale_vectors if first else (),
+            drop_vectors=tuple(item for work in batch_files for item in work.stale_vectors),
             drop_other_identities=sync_plan.drop_other_identities and first,
-            upsert_files=sync_plan.upsert_files if last else (),
-            delete_files=sync_plan.delete_files if last else (),
+            upsert_files=tuple(
+                work.record
+                for work in batch_files
+                if work.record is not None and work.path not in held_back
+            ),
+            delete_files=tuple(
+                work.path for work in batch_files if work.delete_file and work.path not in held_back
+            ),
             vectors_complete=complete,
             meta=(("tokenizer", str(TOKENIZER_VERSION)),) if last and sync_plan.retokenized else (),
         )
         # Nothing to write, no commit: the generation stays, so warm readers keep their caches.
         if batch != Batch(identity=identity_key):
             store.apply(batch)
-    return embedded, degraded
+        files_done += len(batch.upsert_files) + len(batch.delete_files)
+        tracker.update(
+            embedded=embedded,
+            total=total,
+            files_done=files_done,
+            files=files_total,
+            batches=len(batches),
+        )
+    return _Applied(embedded, degraded, tuple(changed))
+
+
+def _changed_since_read(root: Path, files: Iterable[_FileWork]) -> list[str]:
+    """Given the files about to be committed, return those whose bytes on disk are no longer
+    the bytes that were read (their stat or sha256 moved)."""
+    changed: list[str] = []
+    for work in files:
+        path = root / work.path
+        if work.record is None:
+            # A deleted file that is back has no record after this commit: the next sync (the
+            # daemon's, for the event its creation made) reads it as new.
+            continue
+        try:
+            stat = path.stat()
+            if (stat.st_size, stat.st_mtime_ns) != (work.record.size, work.record.mtime_ns):
+                changed.append(work.path)
+                continue
+            data = path.read_bytes()
+        except OSError:
+            changed.append(work.path)
+            continue
+        if hashlib.sha256(data).hexdigest() != work.record.sha256:
+            changed.append(work.path)
+    return changed
 
 
 def _identity_change(store: Store, embedder: Embedder, others: dict[str, int]) -> str:

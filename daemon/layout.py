@@ -18,18 +18,20 @@ Kept cheap to import: the status line asks the predicate after every message.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
 import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from carryd.daemon.errors import ConfigError, UsageError
 from carryd.daemon.state import read_state
+from carryd.index.layout import ROOT_LEVEL_DIRS  # not index.entries: markdown-it, ~50 ms
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
@@ -37,10 +39,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CarryState = Literal["fresh", "stale", "fallback", "missing"]
+CarryState = Literal["fresh", "stale", "fallback", "missing", "damaged"]
 
 __all__ = [
+    "CarryCheck",
     "CarryFreshness",
+    "carry_damage",
+    "check_carry",
     "carry_report",
     "carry_state",
     "check_workspace",
@@ -52,9 +57,6 @@ __all__ = [
 
 def _is_workspace_name(settings: Settings, name: str) -> bool:
     """Given a folder name, return whether the name may be a workspace (no file access)."""
-    # Lazy: the entries parser loads markdown-it (~50 ms), which the status line never needs.
-    from carryd.index.layout import ROOT_LEVEL_DIRS
-
     if not name or name.startswith(".") or "/" in name or "\\" in name:
         return False
     skip = {settings.index.state_dir, *settings.index.ignore_dirs, *ROOT_LEVEL_DIRS}
@@ -102,8 +104,6 @@ def open_store(settings: Settings) -> Store:
 def _source_files(root: Path, workspace: str, settings: Settings) -> Iterable[Path]:
     """Given a workspace, yield the files its carry is planned from (and root-level memory:
     Markdown at the root and in the root-level folders such as `notes/`)."""
-    from carryd.index.layout import ROOT_LEVEL_DIRS
-
     skip = set(settings.index.ignore_dirs) | {settings.index.state_dir}
     for entry in root.iterdir():
         if entry.is_file() and entry.name.lower().endswith(".md"):
@@ -121,88 +121,214 @@ def _source_files(root: Path, workspace: str, settings: Settings) -> Iterable[Pa
                     yield Path(directory, name)
 
 
-def carry_report(
-    settings: Settings, workspace: str, *, checked_at: float | None, now: float
-) -> dict[str, Any]:
-    """Given a workspace, return its carry's path, size, hash, fallback and freshness."""
+@dataclass(frozen=True)
+class CarryCheck:
+    """One workspace's carry on disk, judged by `check_carry`.
+
+    `state` is one of:
+    - "missing":  no carry file;
+    - "damaged":  the .md does not match its manifest (sha256 or size), the manifest is
+                  missing or not a carryd manifest, or the .md is not UTF-8: never inject it,
+                  rebuild it (`detail` names the file and what is wrong);
+    - "stale":    a source file is newer than the carry (`detail`: that source);
+    - "fallback": intact and fresh, but a flat fallback (`detail`: the manifest's reason);
+    - "fresh":    intact, fresh and planned.
+    `content` holds the verified bytes when the state is "fresh", "fallback" or "stale", so a
+    hook injects exactly the bytes that were checked (no second read that could race a writer).
+    """
+
+    workspace: str
+    state: CarryState
+    detail: str | None
+    path: Path
+    manifest_path: Path
+    size: int | None = None  # bytes of the .md
+    sha256: str | None = None
+    fallback: bool | None = None
+    reason: str | None = None  # the manifest's reason for a fallback
+    written_at: float | None = None
+    age_seconds: float | None = None
+    newest_source: tuple[str, float] | None = None  # (root-relative path, mtime)
+    behind_seconds: float | None = None
+    content: bytes | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def usable(self) -> bool:
+        """Whether the bytes on disk may be injected as they are (intact, fresh)."""
+        return self.state in ("fresh", "fallback")
+
+    @property
+    def text(self) -> str | None:
+        """The verified carry text (None when missing or damaged)."""
+        return None if self.content is None else self.content.decode("utf-8")
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the carry's section of `carryd status --json`."""
+        newest = self.newest_source
+        return {
+            "workspace": self.workspace,
+            "path": str(self.path),
+            "state": self.state,
+            "exists": self.state != "missing",
+            "damaged": self.detail if self.state == "damaged" else None,
+            "bytes": self.size,
+            "sha256": self.sha256,
+            "fallback": self.fallback,
+            "reason": "no carry file yet" if self.state == "missing" else self.reason,
+            "written_at": self.written_at,
+            "age_seconds": self.age_seconds,
+            "newest_source": None if newest is None else {"path": newest[0], "mtime": newest[1]},
+            "behind_seconds": self.behind_seconds,
+            "stale": self.state in ("missing", "stale")
+            or (self.behind_seconds is not None and self.behind_seconds > 0),
+        }
+
+
+# Backwards-compatible name for callers written before the integrity check.
+CarryFreshness = CarryCheck
+
+_CHECKED = object()  # check_carry's default: read the daemon's last check from daemon.json
+
+
+def check_carry(
+    settings: Settings,
+    workspace: str,
+    *,
+    now: float | None = None,
+    checked_at: float | None | object = _CHECKED,
+) -> CarryCheck:
+    """Given a workspace, return its carry judged: intact (the .md matches the manifest's
+    sha256 and size), fresh (no source file newer than the carry, or than the daemon's last
+    check that found it unchanged) and planned or a fallback. The one check that `carryd
+    status`, the hooks and the writer use; nothing is re-planned and no model is loaded.
+    """
+    if checked_at is _CHECKED:
+        recorded = read_state(settings) or {}
+        checked = recorded.get("carries_checked") or {}
+        checked_at = checked.get(workspace) if isinstance(checked, dict) else None
+    checked_time = checked_at if isinstance(checked_at, int | float) else None
+    now = time.time() if now is None else now
     root = settings.root_path
     carry_path = settings.carry_dir / f"{workspace}.md"
     manifest_path = settings.carry_dir / f"{workspace}.json"
-    newest: tuple[float, str] | None = None
+    newest: tuple[str, float] | None = None
     for source in _source_files(root, workspace, settings):
         with contextlib.suppress(OSError):
             mtime = source.stat().st_mtime
-            if newest is None or mtime > newest[0]:
-                newest = (mtime, source.relative_to(root).as_posix())
-    info: dict[str, Any] = {
-        "workspace": workspace,
-        "path": str(carry_path),
-        "exists": carry_path.is_file(),
-        "bytes": None,
-        "sha256": None,
-        "fallback": None,
-        "reason": None,
-        "written_at": None,
-        "age_seconds": None,
-        "newest_source": None if newest is None else {"path": newest[1], "mtime": newest[0]},
-        "behind_seconds": None,
-        "stale": True,
-    }
-    if not info["exists"]:
-        info["reason"] = "no carry file yet"
-        return info
-    data = carry_path.read_bytes()
-    info["bytes"] = len(data)
-    info["sha256"] = hashlib.sha256(data).hexdigest()
-    fresh_as_of = carry_path.stat().st_mtime
+            if newest is None or mtime > newest[1]:
+                newest = (source.relative_to(root).as_posix(), mtime)
+    base = CarryCheck(workspace, "missing", None, carry_path, manifest_path, newest_source=newest)
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        fresh_as_of = max(fresh_as_of, manifest_path.stat().st_mtime)
-    except (OSError, ValueError):
-        manifest = None
-    if isinstance(manifest, dict):
-        info["fallback"] = bool(manifest.get("fallback", False))
-        info["reason"] = manifest.get("reason", manifest.get("fallback_reason"))
-    else:
-        info["fallback"] = None
-        info["reason"] = "manifest missing or unreadable"
-    if checked_at is not None:
+        data = carry_path.read_bytes()
+        fresh_as_of = carry_path.stat().st_mtime
+    except FileNotFoundError:
+        return base
+    except OSError as error:
+        return dataclasses.replace(
+            base, state="damaged", detail=f"{carry_path}: unreadable ({error.strerror})"
+        )
+    digest = hashlib.sha256(data).hexdigest()
+    base = dataclasses.replace(base, size=len(data), sha256=digest)
+    manifest, problem = _integrity(carry_path, manifest_path, data, digest)
+    if manifest is not None:
+        fallback = manifest.get("fallback", False)
+        reason = manifest.get("reason", manifest.get("fallback_reason"))
+        base = dataclasses.replace(
+            base,
+            fallback=bool(fallback),
+            reason=reason if isinstance(reason, str) else None,
+        )
+        with contextlib.suppress(OSError):
+            fresh_as_of = max(fresh_as_of, manifest_path.stat().st_mtime)
+    if checked_time is not None:
         # The daemon re-planned this carry then and found its bytes unchanged.
-        fresh_as_of = max(fresh_as_of, checked_at)
-    info["written_at"] = fresh_as_of
-    info["age_seconds"] = round(max(now - fresh_as_of, 0.0), 3)
-    behind = 0.0 if newest is None else newest[0] - fresh_as_of
-    info["behind_seconds"] = round(max(behind, 0.0), 3)
-    info["stale"] = behind > 0
-    return info
-
-
-@dataclass(frozen=True)
-class CarryFreshness:
-    state: CarryState
-    detail: str | None  # the newest source for "stale", the reason for "fallback"
-
-
-def carry_state(settings: Settings, workspace: str, *, now: float | None = None) -> CarryFreshness:
-    """Given a workspace, return its carry's freshness from the files' mtimes and its manifest.
-
-    Nothing is recomputed: the carry is fresh when no source file is newer than it (or than the
-    daemon's last check that found it unchanged), as `carryd status` judges it.
-    """
-    recorded = read_state(settings) or {}
-    checked = recorded.get("carries_checked") or {}
-    checked_at = checked.get(workspace) if isinstance(checked, dict) else None
-    report = carry_report(
-        settings,
-        workspace,
-        checked_at=checked_at if isinstance(checked_at, int | float) else None,
-        now=time.time() if now is None else now,
+        fresh_as_of = max(fresh_as_of, checked_time)
+    behind = max(0.0 if newest is None else newest[1] - fresh_as_of, 0.0)
+    base = dataclasses.replace(
+        base,
+        written_at=fresh_as_of,
+        age_seconds=round(max(now - fresh_as_of, 0.0), 3),
+        behind_seconds=round(behind, 3),
     )
-    if not report.get("exists"):
-        return CarryFreshness("missing", None)
-    if report.get("stale"):
-        newest = report.get("newest_source") or {}
-        return CarryFreshness("stale", newest.get("path"))
-    if report.get("fallback"):
-        return CarryFreshness("fallback", report.get("reason"))
-    return CarryFreshness("fresh", None)
+    if problem is not None:
+        log.warning("carry %s is damaged: %s", workspace, problem)
+        return dataclasses.replace(base, state="damaged", detail=problem)
+    base = dataclasses.replace(base, content=data)
+    if behind > 0:
+        return dataclasses.replace(base, state="stale", detail=newest[0] if newest else None)
+    if base.fallback:
+        return dataclasses.replace(base, state="fallback", detail=base.reason)
+    return dataclasses.replace(base, state="fresh")
+
+
+def carry_damage(settings: Settings, workspace: str) -> str | None:
+    """Given a workspace, return what is wrong with its carry's bytes (None: intact or no
+    carry): `check_carry`'s integrity half alone, no source walk, for the daemon to find the
+    carries to rewrite after each sync."""
+    carry_path = settings.carry_dir / f"{workspace}.md"
+    try:
+        data = carry_path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        return f"{carry_path}: unreadable ({error.strerror})"
+    digest = hashlib.sha256(data).hexdigest()
+    return _integrity(carry_path, settings.carry_dir / f"{workspace}.json", data, digest)[1]
+
+
+def _integrity(
+    carry_path: Path, manifest_path: Path, data: bytes, digest: str
+) -> tuple[dict[str, Any] | None, str | None]:
+    """Given a carry's bytes and its manifest's path, return (the manifest or None, what is
+    wrong or None): the manifest must be one, its sha256 and size the carry's, the carry
+    UTF-8."""
+    manifest, problem = _read_manifest(manifest_path)
+    if manifest is not None:
+        problem = _integrity_problem(carry_path, data, digest, manifest)
+    if problem is None:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            problem = f"{carry_path}: not UTF-8 (byte {error.start})"
+    return manifest, problem
+
+
+def _read_manifest(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """Given a manifest's path, return (its JSON object, None) or (None, what is wrong)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None, f"{path}: manifest missing"
+    except OSError as error:
+        return None, f"{path}: manifest unreadable ({error.strerror})"
+    try:
+        manifest = json.loads(raw)
+    except ValueError:
+        return None, f"{path}: manifest is not JSON ({len(raw)} bytes)"
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("sha256"), str):
+        return None, f"{path}: not a carry manifest (no sha256)"
+    return manifest, None
+
+
+def _integrity_problem(
+    carry_path: Path, data: bytes, digest: str, manifest: dict[str, Any]
+) -> str | None:
+    """Given the carry's bytes and its manifest, return how they disagree (None: they agree)."""
+    expected_size = manifest.get("bytes")
+    if isinstance(expected_size, int) and expected_size != len(data):
+        return f"{carry_path}: {len(data)} bytes, its manifest says {expected_size}"
+    if manifest["sha256"] != digest:
+        return f"{carry_path}: sha256 {digest[:12]} differs from its manifest's"
+    return None
+
+
+def carry_report(
+    settings: Settings, workspace: str, *, checked_at: float | None, now: float
+) -> dict[str, Any]:
+    """Given a workspace, return its carry's section of `carryd status --json`."""
+    return check_carry(settings, workspace, checked_at=checked_at, now=now).to_json()
+
+
+def carry_state(settings: Settings, workspace: str, *, now: float | None = None) -> CarryCheck:
+    """Given a workspace, return `check_carry` (the name the hooks used before the check)."""
+    return check_carry(settings, workspace, now=now)

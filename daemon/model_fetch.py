@@ -120,6 +120,13 @@ class DownloadGuard:
         host, port = self.probe or probe_target()
         problem = reachable(host, port, self.timeout)
         if problem is None:
+            # Said at WARNING so the CLI shows it: the download can take minutes.
+            log.warning(
+                "downloading %s (%s) once into %s; this can take a few minutes",
+                identity.name,
+                identity.file,
+                self.cache_dir,
+            )
             return None
         reason = f"no network: {problem}"
         self._remember(identity, reason)

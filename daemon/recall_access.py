@@ -20,7 +20,7 @@ from carryd.daemon import control
 from carryd.daemon.indexing import sync_root
 from carryd.daemon.layout import open_store
 from carryd.daemon.model import load_embedder_for
-from carryd.daemon.recalling import Recaller, answer_from_json
+from carryd.daemon.recalling import Recaller, WarmSnapshot, answer_from_json
 from carryd.index.errors import IndexCorrupt
 
 if TYPE_CHECKING:
@@ -71,8 +71,10 @@ class LocalRecall:
         model: tuple[Embedder | None, str | None] | None = None,
         lazy_model: bool = True,
         missing_index: MissingIndex = "open",
+        warm: WarmSnapshot | None = None,
     ) -> None:
         self.settings = settings
+        self._warm = warm
         self._store = store
         self._model = model
         self._lazy_model = lazy_model
@@ -103,7 +105,7 @@ class LocalRecall:
             log.info("no index at %s yet: syncing the root once", self.settings.db_path)
             sync_root(self.settings, store=store, embedder=self._model[0])
         embedder, degraded = self._model
-        return Recaller(self.settings, store, embedder, degraded)
+        return Recaller(self.settings, store, embedder, degraded, warm=self._warm)
 
     def _open_store(self) -> Store:
         db_path = self.settings.db_path
@@ -223,15 +225,27 @@ class ThreadRecall:
     its caches itself when the store's generation moves.
     """
 
-    def __init__(self, store: Store, embedder: Embedder | None, degraded: str | None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder | None,
+        degraded: str | None,
+        *,
+        warm: WarmSnapshot | None = None,
+    ) -> None:
         self._store = store
         self._model = (embedder, degraded)
         self._local: LocalRecall | None = None
+        # Shared with the daemon's other threads (one copy of the index in memory); kept
+        # across a settings reload: the snapshot depends on the store and model only.
+        self._warm = warm if warm is not None else WarmSnapshot(store, embedder)
 
     def current(self, settings: Settings) -> LocalRecall:
         """Given the thread's settings now, return its warm local recall."""
         if self._local is None or self._local.settings is not settings:
-            self._local = LocalRecall(settings, store=self._store, model=self._model)
+            self._local = LocalRecall(
+                settings, store=self._store, model=self._model, warm=self._warm
+            )
         return self._local
 
     def close(self) -> None:

@@ -29,27 +29,30 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sqlite3
+import sys
 import threading
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from carryd.index.entries import Entry, parse_entries
 from carryd.index.errors import CarrydError
 from carryd.index.fusion import ArmEvidence, SemanticCalibration, calibration_for
-from carryd.index.lexical import LexicalStats, TermPostings, query_terms
+from carryd.index.lexical import TermPostings, query_terms
 from carryd.index.recall import QueryTerms, RecallAnswer, RecallHit, RecallOptions, recall
 from carryd.index.redact import redact
 from carryd.index.snapshot import (
     Scope,
     Snapshot,
     StoredVectors,
+    apply_changes,
     build_snapshot,
-    patch_snapshot,
     scope_of,
-    vectors_to_fetch,
+    stats_of,
 )
 from carryd.index.store import entry_row
+from carryd.index.sync import EntryRow
 
 if TYPE_CHECKING:
     import numpy as np
@@ -64,76 +67,72 @@ log = logging.getLogger(__name__)
 _SEMANTIC_FAILURES = (CarrydError, RuntimeError, ValueError, OSError, sqlite3.Error)
 
 
-_TERM_CACHE_SIZE = 20_000
+_TERM_CACHE_SIZE = 4096
+
+RefreshKind = Literal["full", "log"]
 
 
-class Recaller:
-    """Answer recall and expand requests against one store, caching between generations.
+class WarmSnapshot:
+    """The one warm snapshot of a store in this process, shared by every `Recaller` over it
+    (the daemon's worker and query thread): one copy of the rows and vectors, not one per
+    thread. Thread-safe: a refresh happens under a lock, and a snapshot, once made, is never
+    changed (`carryd.index.snapshot`), so a query keeps using the one it got.
 
-    The shell around `carryd.index.snapshot` and `carryd.index.recall`: it reads the store,
-    embeds the query, keeps the warm snapshot with its scope and postings caches, and
-    serialises (redacted) at the edge.
+    A refresh reads the store's change log (`Store.changes_since`): only the ids written since
+    the snapshot's generation are re-read, so an edit costs what changed, not what is stored.
+    A full load happens first, and whenever the log cannot say (another index file, a log that
+    started later, a vector problem to report).
     """
 
-    def __init__(
-        self,
-        settings: Settings,
-        store: Store,
-        embedder: Embedder | None,
-        degraded: str | None,
-    ) -> None:
-        self._settings = settings
+    def __init__(self, store: Store, embedder: Embedder | None) -> None:
         self._store = store
         self._embedder = embedder
-        self._degraded: str | None = None
-        if embedder is None:
-            self._degraded = degraded or "no embedding model: lexical-only recall"
         self._calibration: SemanticCalibration | None = (
             calibration_for(embedder.identity.name) if embedder is not None else None
         )
         self._snapshot: Snapshot | None = None
-        self._scopes: dict[str | None, Scope] = {}
-        self._term_postings: dict[str, TermPostings] = {}
         self._lock = threading.Lock()
+        self.refreshes: Counter[RefreshKind] = Counter()  # how each refresh was done
 
-    # --- caches --------------------------------------------------------------------------
-
-    def _current(self) -> tuple[Snapshot, dict[str | None, Scope], dict[str, TermPostings]]:
-        """Return the cached snapshot and its caches, refreshed when the generation has moved."""
+    def current(self) -> Snapshot:
+        """Return the snapshot of the store's current generation (refreshed when it moved)."""
         with self._lock:
             generation = self._store.generation()
-            if self._snapshot is None or self._snapshot.generation != generation:
-                self._snapshot = self._refresh(generation)
-                self._scopes = {}
-                self._term_postings = {}
-            return self._snapshot, self._scopes, self._term_postings
+            snapshot = self._snapshot
+            if snapshot is None or snapshot.generation != generation:
+                snapshot = self._snapshot = self._refresh(generation)
+            return snapshot
 
     def _refresh(self, generation: int) -> Snapshot:
-        """Given the store's generation, return the snapshot for it: patched from the last one
-        when that is healthy, else loaded in full (`carryd.index.snapshot`)."""
+        """Given the store's generation, return the snapshot for it: from the change log when
+        the last one is healthy and the log covers the gap, else loaded in full."""
         previous = self._snapshot
         if previous is not None and previous.vector_problem is None:
             try:
-                patched = self._patched(generation, previous)
+                patched = self._from_log(generation, previous)
             except _SEMANTIC_FAILURES as error:
                 log.info("recall: incremental refresh failed, reloading: %s", error)
                 patched = None
             if patched is not None:
+                self.refreshes["log"] += 1
                 return patched
+        self.refreshes["full"] += 1
         return self._load(generation)
 
     def _load(self, generation: int) -> Snapshot:
-        # Keys before values: a commit in between makes the values newer than the keys, and
-        # the next refresh (the generation moved) sees the keys differ and re-reads them.
+        # The epoch and generation before the values: a commit in between makes the values
+        # newer than the generation, and the next refresh re-reads what it logged (the same
+        # values again: harmless).
+        epoch = self._store.change_log_epoch()
         raw = self._store.raw_entry_rows()
-        doc_count, avg_len = self._store.lexical_stats()
         snapshot = build_snapshot(
             generation,
             raw,
-            LexicalStats(doc_count=doc_count, avg_doc_len=avg_len),
-            decode=entry_row,
+            stats_of(len(raw), sum(values[_DOC_LEN] for values in raw.values())),
+            decode=_decode,
             calibration=self._calibration,
             vectors=self._stored_vectors(),
+            epoch=epoch,
         )
         if snapshot.vector_problem:
             log.warning("recall: %s", snapshot.vector_problem)
@@ -145,38 +144,151 @@ class Recaller:
             return None
         identity = self._embedder.identity
         try:
-            keys = self._store.vector_keys(identity.key())
             ids, matrix = self._store.vectors(identity.key())
         except _SEMANTIC_FAILURES as error:
             return StoredVectors(dim=identity.dim, problem=f"vector store unreadable: {error}")
-        return StoredVectors(dim=identity.dim, ids=ids, matrix=matrix, keys=keys)
+        return StoredVectors(dim=identity.dim, ids=ids, matrix=matrix)
 
-    def _patched(self, generation: int, previous: Snapshot) -> Snapshot | None:
-        """Given the last snapshot, return the one for `generation` re-deriving only what
-        changed, or None when only a full load can say what to do."""
-        raw = self._store.raw_entry_rows()
-        doc_count, avg_len = self._store.lexical_stats()
-        vector_keys = None
-        fetched: list[tuple[str, str, bytes]] = []
+    def _from_log(self, generation: int, previous: Snapshot) -> Snapshot | None:
+        """Given the last snapshot, return the one for `generation` from the ids the change
+        log names, or None when only a full load can say what to do."""
+        if generation < previous.generation:
+            return None  # another index file (rebuilt): its log is not ours
+        ids = self._store.changes_since(previous.generation, previous.epoch)
+        if ids is None:
+            return None
+        found = self._store.raw_rows_by_id(ids) if ids else {}
+        changed = {entry_id: found.get(entry_id) for entry_id in ids}
+        vectors: dict[str, bytes] | None = None
         dim = 0
         if self._embedder is not None:
             identity = self._embedder.identity
             dim = identity.dim
-            vector_keys = self._store.vector_keys(identity.key())
-            wanted = vectors_to_fetch(previous, raw, vector_keys)
-            if wanted:
-                fetched = self._store.vector_blobs(identity.key(), wanted)
-        return patch_snapshot(
+            present = [entry_id for entry_id in ids if entry_id in found]
+            fetched = self._store.vector_blobs(identity.key(), present) if present else []
+            vectors = {entry_id: blob for entry_id, _, blob in fetched}
+        return apply_changes(
             previous,
             generation,
-            raw,
-            LexicalStats(doc_count=doc_count, avg_doc_len=avg_len),
-            decode=entry_row,
+            changed,
+            decode=_decode,
             calibration=self._calibration,
-            vector_keys=vector_keys,
-            fetched=fetched,
+            vectors=vectors,
             dim=dim,
         )
+
+
+# The BM25 document length's place in a stored entries row (`ENTRY_COLUMNS`).
+_DOC_LEN = 11
+
+
+def _decode(values: tuple[Any, ...]) -> EntryRow:
+    """Given a stored entries row, return the `EntryRow` the warm snapshot keeps: path,
+    workspace and L0 source interned (a file's entries share one path string, a workspace's
+    one name), and the two content hashes left out (""), which no query reads: ~300 bytes
+    less an entry (measured at 10,000), 30 MB at 100,000."""
+    workspace = values[2]
+    return entry_row(
+        (
+            values[0],
+            sys.intern(values[1]),
+            sys.intern(workspace) if workspace is not None else None,
+            values[3],
+            values[4],
+            values[5],
+            values[6],
+            sys.intern(values[7]),
+            "",
+            "",
+            values[10],
+            values[11],
+        )
+    )
+
+
+class Recaller:
+    """Answer recall and expand requests against one store, caching between generations.
+
+    The shell around `carryd.index.snapshot` and `carryd.index.recall`: it reads the store,
+    embeds the query, keeps its scope and postings caches over the warm snapshot (its own
+    `WarmSnapshot`, or one shared with the other threads of the process), and serialises
+    (redacted) at the edge.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        embedder: Embedder | None,
+        degraded: str | None,
+        *,
+        warm: WarmSnapshot | None = None,
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._embedder = embedder
+        self._degraded: str | None = None
+        if embedder is None:
+            self._degraded = degraded or "no embedding model: lexical-only recall"
+        self._calibration: SemanticCalibration | None = (
+            calibration_for(embedder.identity.name) if embedder is not None else None
+        )
+        self.warm = warm if warm is not None else WarmSnapshot(store, embedder)
+        self._snapshot: Snapshot | None = None
+        self._scopes: dict[str | None, Scope] = {}
+        self._term_postings: dict[str, TermPostings] = {}
+        self._lock = threading.Lock()
+
+    # --- caches --------------------------------------------------------------------------
+
+    def _current(self) -> tuple[Snapshot, dict[str | None, Scope], dict[str, TermPostings]]:
+        """Return the warm snapshot and this recaller's caches over it (emptied when the
+        snapshot changed)."""
+        with self._lock:
+            snapshot = self.warm.current()
+            previous = self._snapshot
+            if snapshot is not previous:
+                self._snapshot = snapshot
+                self._scopes = {}
+                self._term_postings = (
+                    self._kept_postings(previous, snapshot) if previous is not None else {}
+                )
+            return snapshot, self._scopes, self._term_postings
+
+    def _kept_postings(self, previous: Snapshot, snapshot: Snapshot) -> dict[str, TermPostings]:
+        """Given the last snapshot and the new one, return the cached postings still right
+        for the new one: all of them but the terms a changed entry held or holds now, when
+        the row order stayed (an edit). Re-fetching a common term costs its thousands of
+        postings, on every edit, in proportion to the root, not to the change."""
+        if (
+            not self._term_postings
+            or snapshot.row_of is not previous.row_of
+            or snapshot.epoch != previous.epoch
+        ):
+            return {}
+        try:
+            changed = self._store.changes_since(previous.generation, previous.epoch)
+            if changed is None:
+                return {}
+            now = self._store.terms_of(changed) if changed else set()
+        except _SEMANTIC_FAILURES:
+            return {}
+        import numpy as np
+
+        rows = np.asarray(
+            sorted(previous.row_of[i] for i in changed if i in previous.row_of), dtype=np.int64
+        )
+        kept = {}
+        for term, postings in self._term_postings.items():
+            if term in now:
+                continue  # a changed entry holds it now (new tf, or new to it)
+            if rows.size and postings.rows.size:
+                # Rows are ascending: where each changed row would go, and is it there.
+                at = np.minimum(np.searchsorted(postings.rows, rows), postings.rows.size - 1)
+                if (postings.rows[at] == rows).any():
+                    continue  # a changed entry held it
+            kept[term] = postings
+        return kept
 
     def _scope(
         self, snapshot: Snapshot, scopes: dict[str | None, Scope], workspace: str | None

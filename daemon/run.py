@@ -1,10 +1,13 @@
 """`carryd run`: the daemon, in the foreground (systemd/launchd own its lifecycle).
 
 Start-up, in order: take `<state>/daemon.lock` (a second daemon on the root refuses and
-names the first one's pid), load the embedder once (no model → degraded, lexical-only),
-start the worker and queue a full reconcile (sync + every carry), start the watcher (events
-that arrive meanwhile queue behind the reconcile), wait for the reconcile, then serve the
-control socket, start the scheduler and tell systemd READY=1.
+names the first one's pid), load the embedder once on a thread of its own (no model →
+degraded, lexical-only) while the main thread keeps answering signals and asks systemd for
+more start-up time (`EXTEND_TIMEOUT_USEC`), start the worker and queue a full reconcile (sync
++ every carry), start the watcher (events that arrive meanwhile queue behind the reconcile),
+serve the control socket, start the scheduler and tell systemd READY=1 — before the
+reconcile ends: a cold root of thousands of entries takes longer than systemd's 90 s start
+timeout. Status says `reconciling` until it is done, then `running`.
 
 Threads and their owners: the worker (`Worker`), the watcher (`Watcher`, watchdog's
 observer), the control socket (`ControlServer`: accept + one per connection), the query
@@ -12,9 +15,11 @@ thread (`QueryService`: recall/expand/status reads with their own SQLite connect
 answers never wait for a sync's transaction), the scheduler (`Scheduler`). The main thread
 only waits for signals; shutdown stops them in reverse order and joins each.
 
-SIGTERM/SIGINT: finish the current batch, stop, exit 0. SIGHUP: re-read the config, log
-what changed, apply it (a bad config is logged and the old settings kept; the root, the
-state folder and the model need a restart and are kept too).
+SIGTERM/SIGINT: finish the current batch (a reconcile stops after the model batch it is
+embedding and resumes at the next start), stop, exit 0; during the model load, stop at once
+without waiting for the load (a download cannot be interrupted) and never reconcile.
+SIGHUP: re-read the config, log what changed, apply it (a bad config is logged and the old
+settings kept; the root, the state folder and the model need a restart and are kept too).
 """
 
 from __future__ import annotations
@@ -27,13 +32,15 @@ import logging
 import os
 import select
 import signal
+import sys
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from carryd.daemon.config import Settings, load_settings
 from carryd.daemon.control import ControlServer, socket_answers
@@ -41,14 +48,18 @@ from carryd.daemon.errors import ConfigError, DaemonRunning, UsageError
 from carryd.daemon.layout import open_store
 from carryd.daemon.model import load_embedder_for, model_identity_text
 from carryd.daemon.notify import sd_notify
+from carryd.daemon.progress import LINE_EVERY
 from carryd.daemon.recall_access import ThreadRecall
-from carryd.daemon.recalling import Recaller
+from carryd.daemon.recalling import Recaller, WarmSnapshot
 from carryd.daemon.scheduler import Scheduler
 from carryd.daemon.state import DaemonState
 from carryd.daemon.watcher import Watcher
-from carryd.daemon.worker import Indexer, Worker, release_memory
+from carryd.daemon.worker import Indexer, StopSync, Worker, release_memory
 from carryd.index.embed import Embedder
 from carryd.index.store import Store
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # What `signal.signal` returns and takes back: a handler, a SIG_* constant or None.
 SignalHandler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
@@ -59,6 +70,12 @@ LOCK_FILE = "daemon.lock"
 # Settings a running daemon cannot switch to: they are kept until a restart.
 # `model_keys_written` (which [model] keys the file names) is part of the model identity.
 RESTART_ONLY = ("root", "index.state_dir", "model", "model_keys_written")
+# systemd counts its start timeout (90 s by default) until READY=1; while the model loads or
+# downloads, ask for this much more every EXTEND_EVERY seconds.
+EXTEND_EVERY = 10.0
+EXTEND_BY_USEC = 30_000_000
+# A sync embedding at least this many entries logs its progress (a cold root, a new model).
+LOG_PROGRESS_FROM = 500
 
 
 # --- the lock ----------------------------------------------------------------------------
@@ -141,6 +158,45 @@ def merge_reload(old: Settings, new: Settings) -> tuple[Settings, list[str], lis
     return effective, applied, kept
 
 
+# --- stopping between embedding slices ------------------------------------------------------
+
+
+class InterruptibleEmbedder:
+    """The worker's embedder: embeds passages in slices of the model's batch size and raises
+    StopSync between two slices once a stop is asked, so SIGTERM during a cold reconcile waits
+    for one batch, not for the sync's whole chunk (thousands of L0s, minutes on a busy machine).
+
+    The passages are sorted by length once, as the model itself sorts them, so every slice is
+    exactly one of the batches the model would have run: the vectors are the same bytes.
+    """
+
+    def __init__(self, embedder: Embedder, *, slice_size: int, stopping: Callable[[], bool]):
+        self.identity = embedder.identity
+        self._embedder = embedder
+        self._slice = max(1, slice_size)
+        self._stopping = stopping
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
+        order = sorted(range(len(texts)), key=lambda position: len(texts[position]))
+        slices = []
+        for start in range(0, len(order), self._slice):
+            if self._stopping():
+                raise StopSync(f"stop asked after {start} of {len(texts)} passages")
+            part = order[start : start + self._slice]
+            slices.append(self._embedder.embed_passages([texts[position] for position in part]))
+        if not slices:
+            return self._embedder.embed_passages(texts)
+        vectors = np.concatenate(slices)
+        result = np.empty_like(vectors)
+        result[order] = vectors
+        return result
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embedder.embed_query(text)
+
+
 # --- the query thread --------------------------------------------------------------------
 
 
@@ -166,6 +222,8 @@ class QueryService:
         embedder: Embedder | None,
         degraded: str | None,
         state: DaemonState,
+        *,
+        warm: WarmSnapshot | None = None,
     ) -> None:
         self.settings = settings
         self._store = store
@@ -173,7 +231,7 @@ class QueryService:
         self._degraded = degraded
         self._state = state
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="carryd-query")
-        self._thread_recall = ThreadRecall(store, embedder, degraded)
+        self._thread_recall = ThreadRecall(store, embedder, degraded, warm=warm)
 
     def reload(self, settings: Settings) -> None:
         self.settings = settings
@@ -271,6 +329,7 @@ class Daemon:
         self._reload_requested = False
         self._stop_signal: str | None = None
         self._indexer: Indexer | None = None
+        self._model_loader: threading.Thread | None = None
         # Self-pipe: a signal handler only sets a flag and writes a byte. It must never take
         # a lock (an Event's, logging's): the handler runs on the main thread between two
         # bytecodes, possibly while that same thread holds the lock, and would deadlock.
@@ -302,14 +361,19 @@ class Daemon:
             previous[signum] = signal.signal(signum, handler)
         return previous
 
-    def _wait(self, seconds: float) -> None:
+    def _wait(self, seconds: float, *, wake_on_reload: bool = True) -> None:
         """Sleep until a signal arrives or `seconds` pass (no lock, no polling)."""
-        if self._stop_requested or self._reload_requested:
+        if self._stop_requested or (wake_on_reload and self._reload_requested):
             return
         readable, _, _ = select.select([self._wake_read], [], [], seconds)
         if readable:
             with contextlib.suppress(BlockingIOError):
                 os.read(self._wake_read, 512)
+
+    @property
+    def loading_model(self) -> bool:
+        """Whether a model load the daemon stopped without is still running (a download)."""
+        return self._model_loader is not None and self._model_loader.is_alive()
 
     def close(self) -> None:
         for descriptor in (self._wake_read, self._wake_write):
@@ -323,34 +387,86 @@ class Daemon:
         parts = _Running(DaemonState(self.settings))
         parts.state.write()
         try:
-            worker = self._start_indexing(parts)
-            if not self._caught_up(worker):
-                return 0  # asked to stop during the start-up reconcile
+            model = self._load_model(parts.state)
+            if model is None:
+                return 0  # asked to stop while the model loaded: no reconcile after a stop
+            worker = self._start_indexing(parts, *model)
             self._start_serving(parts, worker)
-            self._serve(parts)
+            self._serve(parts, worker)
             return 0
         finally:
             self._stop_all(parts, previous_handlers)
 
-    def _start_indexing(self, parts: _Running) -> Worker:
-        """Load the model, open the store, start the worker (reconciling first) and the
-        watcher; return the worker."""
-        settings, state = self.settings, parts.state
+    def _load_model(self, state: DaemonState) -> tuple[Embedder | None, str | None] | None:
+        """Load the embedder on a thread of its own; return (embedder, why degraded), or None
+        when a stop is asked first. The main thread keeps handling signals meanwhile (a
+        download or an ONNX load cannot be interrupted) and extends systemd's start timeout."""
+        state.update(state="loading_model")
+        outcome: list[tuple[Embedder | None, str | None] | BaseException] = []
+
+        def load() -> None:
+            try:
+                outcome.append(load_embedder_for(self.settings))
+            except BaseException as error:  # noqa: BLE001 — re-raised on the main thread
+                outcome.append(error)
+            finally:
+                self._poke()
+
+        # A daemon thread: a stop does not wait for a download; `cmd_run` exits without it.
+        loader = self._model_loader = threading.Thread(
+            target=load, name="carryd-model-load", daemon=True
+        )
         started = time.monotonic()
-        embedder, degraded = load_embedder_for(settings)
+        loader.start()
+        next_extend = started
+        while not outcome and not self._stop_requested:
+            now = time.monotonic()
+            if now >= next_extend:
+                sd_notify(f"EXTEND_TIMEOUT_USEC={EXTEND_BY_USEC}", "STATUS=loading the model")
+                next_extend = now + EXTEND_EVERY
+            self._wait(next_extend - now, wake_on_reload=False)
+        if not outcome:
+            log.info("stop asked while the model was loading: not waiting for it")
+            return None
+        loader.join()
+        result = outcome[0]
+        if isinstance(result, BaseException):
+            raise result
+        embedder, degraded = result
         if degraded:
             log.warning("model unavailable, recall is lexical-only: %s", degraded)
         else:
             log.info("model loaded in %.2f s", time.monotonic() - started)
         release_memory()  # loading the model frees far more than it keeps
+        return embedder, degraded
 
+    def _start_indexing(
+        self, parts: _Running, embedder: Embedder | None, degraded: str | None
+    ) -> Worker:
+        """Open the store, start the worker (reconciling first) and the watcher; return the
+        worker."""
+        settings, state = self.settings, parts.state
         store = parts.store = open_store(settings)
+        # One warm snapshot for the worker's carries and the query thread's answers.
+        warm = WarmSnapshot(store, embedder)
         if store.recovered:
             log.warning("index: %s", store.recovered)
 
         def open_indexer() -> Indexer:
             self._indexer = Indexer(
-                settings, store=store, embedder=embedder, degraded=degraded, state=state
+                settings,
+                store=store,
+                embedder=None
+                if embedder is None
+                else InterruptibleEmbedder(
+                    embedder,
+                    slice_size=settings.model.batch_size,
+                    stopping=lambda: self._stop_requested,
+                ),
+                degraded=degraded,
+                state=state,
+                progress=self._sync_progress(state),
+                warm=warm,
             )
             return self._indexer
 
@@ -359,7 +475,7 @@ class Daemon:
             quiet=settings.daemon.debounce_ms / 1000,
             on_error=state.record_error,
         )
-        query = parts.query = QueryService(settings, store, embedder, degraded, state)
+        query = parts.query = QueryService(settings, store, embedder, degraded, state, warm=warm)
         state.set_queued_source(lambda: worker.queued)
         state.update(model=query.model_info())
         worker.submit("reconcile")
@@ -371,30 +487,58 @@ class Daemon:
         parts.watcher.start()
         return worker
 
-    def _caught_up(self, worker: Worker) -> bool:
-        """Wait for the start-up reconcile; return False when asked to stop meanwhile."""
-        log.info("reconciling %s before serving", self.settings.root_path)
-        sd_notify("STATUS=reconciling the index and the carries")
-        while not self._stop_requested and worker.items_finished < 1:
-            self._wait(0.05)
-        return not self._stop_requested
+    def _sync_progress(self, state: DaemonState) -> Callable[[int, int], None]:
+        """Return the worker's sync progress callback: counts into the status while it
+        embeds (and a line in the log for a large sync), and a stop once one is asked."""
+
+        logged = [0.0]  # when the journal last got a progress line
+
+        def progress(embedded: int, total: int) -> None:
+            if self._stop_requested:
+                raise StopSync(f"{self._stop_signal or 'stop'} after {embedded} of {total}")
+            if not total:
+                return
+            counts = {"embedded": embedded, "total": total}
+            state.update(embedding=None if embedded >= total else counts)
+            now = time.monotonic()
+            if total >= LOG_PROGRESS_FROM and (now - logged[0] >= LINE_EVERY or embedded == total):
+                logged[0] = now
+                log.info("embedding: %d/%d entries", embedded, total)
+
+        return progress
 
     def _start_serving(self, parts: _Running, worker: Worker) -> None:
-        """Open the control socket and the schedule, and tell systemd the daemon is ready."""
+        """Open the control socket and the schedule, and tell systemd the daemon is ready:
+        the start-up reconcile goes on in the background."""
         settings = self.settings
         assert parts.query is not None  # started with the worker
         parts.control = ControlServer(settings.socket_path, parts.query.handlers())
         parts.control.start()
         parts.scheduler = Scheduler(settings, worker.submit)
         parts.scheduler.start()
-        parts.state.update(state="running")
-        sd_notify("READY=1", "STATUS=watching " + str(settings.root_path), f"MAINPID={os.getpid()}")
-        log.info("ready: serving %s on %s", settings.root_path, settings.socket_path)
+        parts.state.update(state="reconciling")
+        sd_notify(
+            "READY=1",
+            "STATUS=serving; reconciling the index and the carries",
+            f"MAINPID={os.getpid()}",
+        )
+        log.info(
+            "ready: serving %s on %s; reconciling in the background",
+            settings.root_path,
+            settings.socket_path,
+        )
 
-    def _serve(self, parts: _Running) -> None:
-        """Sleep until a stop is asked, reloading the config on SIGHUP."""
+    def _serve(self, parts: _Running, worker: Worker) -> None:
+        """Sleep until a stop is asked, reloading the config on SIGHUP; say when the
+        start-up reconcile is done."""
+        reconciled = False
         while not self._stop_requested:
-            self._wait(3600.0)
+            if not reconciled and worker.items_finished >= 1:
+                reconciled = True
+                parts.state.update(state="running", embedding=None)
+                sd_notify("STATUS=watching " + str(self.settings.root_path))
+                log.info("start-up reconcile done: watching %s", self.settings.root_path)
+            self._wait(3600.0 if reconciled else 0.1)
             if self._reload_requested:
                 self._reload_requested = False
                 self._reload(parts)
@@ -465,9 +609,17 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         remove_stale_socket(settings.socket_path)
         daemon = Daemon(settings, reload_settings)
         try:
-            return daemon.run()
+            code = daemon.run()
         finally:
             daemon.close()
+    if daemon.loading_model:
+        # Stopped during a model download: its thread cannot be interrupted, and the
+        # download's thread pool would be joined at interpreter exit. Leave now.
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def remove_stale_socket(path: Path) -> None:

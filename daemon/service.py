@@ -57,7 +57,7 @@ class ServicePlan:
     path: Path  # where the unit or plist is written
     text: str
     name: str  # systemd unit to enable (carryd.service, carryd@….service) or launchd label
-    root: Path
+    root: Path | None  # None: uninstalling the single unit/agent, which needs no root
     instance: bool
     log_file: Path | None = None  # launchd only: where the agent's stderr goes
 
@@ -235,15 +235,26 @@ def plan_service(
     environ: Mapping[str, str] | None = None,
     command: Sequence[str] | None = None,
 ) -> ServicePlan:
-    """Given the settings and the platform, return the service file to write and its name."""
+    """Given the settings and the platform, return the service file to write and its name.
+
+    Without a root (none given, none configured) only the single unit/agent can be named, not
+    rendered: the plan has no text, which is all `uninstall` needs.
+    """
     env = os.environ if environ is None else environ
     home = home or Path.home()
+    unit_dir = Path(env.get("XDG_CONFIG_HOME") or home / ".config") / "systemd" / "user"
+    agent_dir = home / "Library" / "LaunchAgents"
+    if not settings.root and not instance:
+        if platform == "systemd":
+            return ServicePlan(platform, unit_dir / SYSTEMD_UNIT, "", SYSTEMD_UNIT, None, False)
+        return ServicePlan(
+            platform, agent_dir / f"{LAUNCHD_LABEL}.plist", "", LAUNCHD_LABEL, None, False
+        )
     root = settings.root_path.resolve()
     command = tuple(command or carryd_command())
     config_file = str(Path(settings.config_file).absolute()) if settings.config_file else ""
     environment = {name: env[name] for name in PASSED_ENVIRONMENT if env.get(name)}
     if platform == "systemd":
-        unit_dir = Path(env.get("XDG_CONFIG_HOME") or home / ".config") / "systemd" / "user"
         template_name = SYSTEMD_TEMPLATE if instance else SYSTEMD_UNIT
         text = render_systemd_unit(
             load_template(template_name),
@@ -270,7 +281,7 @@ def plan_service(
         config_file=config_file,
         environment=environment,
     )
-    path = home / "Library" / "LaunchAgents" / f"{label}.plist"
+    path = agent_dir / f"{label}.plist"
     return ServicePlan("launchd", path, text, label, root, instance, log_file)
 
 
@@ -307,6 +318,8 @@ def cmd_service(
 ) -> int:
     """Given `carryd service ACTION`, print, install or uninstall the service; return exit code."""
     platform = platform or current_platform()
+    if args.action != "uninstall":
+        settings.root_path  # noqa: B018 — raises ConfigError naming --root when there is none
     plan = plan_service(settings, platform=platform, instance=bool(getattr(args, "instance", 0)))
     if args.action == "print":
         sys.stdout.write(plan.text)
@@ -317,6 +330,7 @@ def cmd_service(
 
 
 def _install(plan: ServicePlan, runner: Runner, uid: int | None) -> int:
+    assert plan.root is not None  # cmd_service asked for the root
     if not plan.root.is_dir():
         raise UsageError(
             f"{plan.root}: the memory root is not a directory; create it or pass --root DIR"

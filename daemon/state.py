@@ -184,3 +184,66 @@ def pid_alive(pid: object) -> bool:
     except PermissionError:
         return True
     return True
+
+
+# --- an index run in progress ------------------------------------------------------------
+
+INDEXING_FILE = "indexing.json"
+
+
+def indexing_file(settings: Settings) -> Path:
+    return Path(settings.state_path) / INDEXING_FILE
+
+
+def write_indexing(settings: Settings, data: dict[str, Any]) -> None:
+    """Given the progress of the running sync, record it for `carryd status` (best effort)."""
+    try:
+        write_json_atomic(indexing_file(settings), data)
+    except OSError as error:
+        log.debug("cannot record indexing progress in %s: %s", indexing_file(settings), error)
+
+
+def clear_indexing(settings: Settings) -> None:
+    """Given settings, forget the progress record (the sync finished)."""
+    try:
+        indexing_file(settings).unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        log.debug("cannot remove %s: %s", indexing_file(settings), error)
+
+
+def read_indexing(settings: Settings) -> dict[str, Any] | None:
+    """Given settings, return the progress record of a sync that has not finished (running,
+    or interrupted when its pid is gone), or None."""
+    try:
+        data = json.loads(indexing_file(settings).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+# --- the last index run ------------------------------------------------------------------
+
+LAST_INDEX_FILE = "last-index.json"
+
+
+def record_last_index(settings: Settings, *, identity: str, degraded: str | None) -> None:
+    """Given the model a sync used (its status name) and why it made no vectors (None: it
+    did, or had none to make), remember it: with no daemon, status judges the model by it."""
+    try:
+        write_json_atomic(
+            settings.state_path / LAST_INDEX_FILE,
+            {"at": time.time(), "pid": os.getpid(), "identity": identity, "degraded": degraded},
+        )
+    except OSError as error:
+        log.debug("cannot record the index run: %s", error)
+
+
+def read_last_index(settings: Settings) -> dict[str, Any] | None:
+    """Given settings, return what the last `carryd index` recorded about the model."""
+    try:
+        data = json.loads((settings.state_path / LAST_INDEX_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

@@ -6,9 +6,12 @@ freshness in `carryd.daemon.layout`; this module renders them.
   daemon.json; then looks at the index counts and every workspace's carry on disk itself.
   It never loads the embedding model, so it is instant.
 
-Health (the exit code): 0 when the model is usable and every carry is fresh and planned
-(not a fallback); 1 when the model is degraded, a carry is missing, stale (a source file is
-newer than the carry) or a fallback.
+Health (the exit code): 0 when the model is usable, no index run is under way or was cut
+short, and every carry is intact, fresh and planned (not a fallback); 1 when the model is
+degraded (judged from the model folder's files, the daemon's record or the last `carryd index`),
+an index run is in progress (`indexing`, with its counts) or was interrupted, or a carry is
+missing, damaged (its bytes differ from its manifest), stale or a fallback. `next` says what
+to run about each problem (`carryd carry`, `carryd index`, start the daemon).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from carryd.daemon import control
 from carryd.daemon.errors import ConfigError
 from carryd.daemon.layout import carry_report, list_workspaces
 from carryd.daemon.model import model_identity_text
-from carryd.daemon.state import pid_alive, read_state
+from carryd.daemon.state import pid_alive, read_indexing, read_last_index, read_state
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
@@ -35,8 +38,9 @@ log = logging.getLogger(__name__)
 def probe_model(settings: Settings) -> str | None:
     """Given settings, return why the model cannot load, judged without loading it (or None).
 
-    Only a local folder can be judged this cheaply; the default model is judged by the
-    daemon that loaded it (its daemon.json) or left unknown.
+    Only a local folder can be judged this cheaply (its files: an ONNX file, tokenizer.json,
+    a known dimension); the default model is judged by the daemon that loaded it (its
+    daemon.json) or by the last `carryd index` that tried, else left unknown.
     """
     folder = settings.model.model_path
     if not folder:
@@ -46,7 +50,10 @@ def probe_model(settings: Settings) -> str | None:
         return f"model folder {path} does not exist"
     if not (path / settings.model.file).is_file() and not any(path.glob("**/*.onnx")):
         return f"model folder {path} holds no .onnx file"
-    return None
+    from carryd.daemon.model import load_embedder_for  # lazy: reads a few small files only
+
+    _, reason = load_embedder_for(settings, lazy=True)
+    return None if reason is None else str(reason)
 
 
 def index_counts(settings: Settings) -> dict[str, int] | None:
@@ -89,13 +96,16 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
         | {"unrecognised_sections": _unrecognised_sections(settings, workspace)}
         for workspace in list_workspaces(settings)
     ]
-    problems = _problems(daemon, model, carries)
+    indexing = _indexing_section(settings, now)
+    problems = _problems(daemon, model, carries, indexing)
     return {
         "healthy": not problems,
         "problems": problems,
+        "next": _next_steps(settings, daemon, counts, indexing, carries),
         "root": str(settings.root_path),
         "daemon": daemon,
         "model": model,
+        "indexing": indexing,
         "counts": counts,
         "last_sync": (recorded or {}).get("last_sync"),
         "last_verify": (recorded or {}).get("last_verify"),
@@ -151,24 +161,105 @@ def _model_section(
     if live is not None and isinstance(live.get("model"), dict):
         return dict(live["model"])
     reason = probe_model(settings)
-    remembered = (recorded or {}).get("model") or {}
-    if reason is None and remembered.get("identity") == model_identity_text(settings):
-        reason = remembered.get("degraded")
-    return {"identity": model_identity_text(settings), "loaded": False, "degraded": reason}
+    identity = model_identity_text(settings)
+    remembered = {
+        **((recorded or {}).get("model") or {}),
+        "at": (recorded or {}).get("started_at"),
+    }
+    last_index = read_last_index(settings) or {}
+    # The newer of the two judgements of this model wins: the daemon's, the last index run's.
+    judged = sorted(
+        (record for record in (remembered, last_index) if record.get("identity") == identity),
+        key=lambda record: record.get("at") or 0,
+    )
+    if reason is None and judged:
+        reason = judged[-1].get("degraded")
+    return {"identity": identity, "loaded": False, "degraded": reason}
+
+
+def _indexing_section(settings: Settings, now: float) -> dict[str, Any] | None:
+    """Given settings, return the index run under way or cut short (None: none is)."""
+    record = read_indexing(settings)
+    if record is None:
+        return None
+    running = pid_alive(record.get("pid"))
+    return {
+        "running": running,
+        "interrupted": not running,
+        "pid": record.get("pid"),
+        "embedded": record.get("embedded"),
+        "to_embed": record.get("to_embed"),
+        "files_committed": record.get("files_committed"),
+        "files_to_commit": record.get("files_to_commit"),
+        "started_at": record.get("started_at"),
+        "updated_seconds_ago": (
+            round(now - record["updated_at"], 3)
+            if isinstance(record.get("updated_at"), int | float)
+            else None
+        ),
+    }
+
+
+def _indexing_text(indexing: dict[str, Any]) -> str:
+    counts = (
+        f"{indexing.get('embedded')} of {indexing.get('to_embed')} entries embedded, "
+        f"{indexing.get('files_committed')} of {indexing.get('files_to_commit')} files committed"
+    )
+    if indexing["running"]:
+        return f"indexing in progress (pid {indexing.get('pid')}): {counts}; the index is partial"
+    return f"an index run (pid {indexing.get('pid')}) stopped before finishing: {counts}"
+
+
+def _next_steps(
+    settings: Settings,
+    daemon: dict[str, Any],
+    counts: dict[str, int] | None,
+    indexing: dict[str, Any] | None,
+    carries: list[dict[str, Any]],
+) -> list[str]:
+    """Given the sections, return the commands that would fix what is wrong, in order."""
+    root = f" --root {settings.root_path}"
+    steps: list[str] = []
+    if indexing is not None and indexing["running"]:
+        steps.append("wait for the index run to finish (`carryd status` shows its progress)")
+    elif indexing is not None and indexing["interrupted"] and not daemon["running"]:
+        steps.append(f"`carryd index{root}` finishes the index (it resumes where it stopped)")
+    elif counts is None and not daemon["running"]:
+        steps.append(f"`carryd index{root}` builds the index")
+    unhappy = [c["workspace"] for c in carries if c["state"] in ("missing", "damaged", "stale")]
+    if unhappy and not daemon["running"]:
+        steps.append(
+            f"`carryd carry{root}` writes the carries ({', '.join(unhappy)}); or start the "
+            f"daemon (`carryd run{root}`, or `carryd service install{root}`) to keep every "
+            "carry fresh"
+        )
+    elif unhappy:
+        steps.append(
+            "the daemon rewrites these carries on its next sync; `carryd carry` does it now"
+        )
+    return steps
 
 
 def _problems(
-    daemon: dict[str, Any], model: dict[str, Any], carries: list[dict[str, Any]]
+    daemon: dict[str, Any],
+    model: dict[str, Any],
+    carries: list[dict[str, Any]],
+    indexing: dict[str, Any] | None = None,
 ) -> list[str]:
-    """Given the daemon, model and carry sections, return what makes the status unhealthy."""
+    """Given the daemon, model, indexing and carry sections, return what makes the status
+    unhealthy."""
     problems: list[str] = []
     if daemon.get("index_error"):
         problems.append(f"index: {daemon['index_error']}")
     if model.get("degraded"):
         problems.append(f"model degraded: {model['degraded']}")
+    if indexing is not None:
+        problems.append(_indexing_text(indexing))
     for carry in carries:
         if not carry["exists"]:
             problems.append(f"carry {carry['workspace']}: missing")
+        elif carry["damaged"]:
+            problems.append(f"carry {carry['workspace']}: damaged ({carry['damaged']})")
         elif carry["stale"]:
             source = carry["newest_source"]["path"]
             problems.append(
@@ -218,6 +309,8 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
             f"index: {counts.get('files', 0)} files, {counts.get('entries', 0)} entries, "
             f"{counts.get('vectors', 0)} vectors"
         )
+    if report.get("indexing"):
+        lines.append(f"indexing: {_indexing_text(report['indexing'])}")
     last = report["last_sync"]
     if last:
         lines.append(
@@ -227,6 +320,9 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
     for carry in report["carries"]:
         if not carry["exists"]:
             lines.append(f"carry {carry['workspace']}: MISSING ({carry['path']})")
+            continue
+        if carry["damaged"]:
+            lines.append(f"carry {carry['workspace']}: DAMAGED ({carry['damaged']})")
             continue
         flags = []
         if carry["stale"]:
@@ -249,4 +345,6 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
             f"last error: {error['message']} ({error['where']}, {_ago(now - error['at'])} ago)"
         )
     lines.append("health: " + ("ok" if report["healthy"] else "; ".join(report["problems"])))
+    for step in report.get("next") or ():
+        lines.append(f"next: {step}")
     return "\n".join(lines)

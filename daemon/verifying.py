@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from carryd.daemon.config import Settings
+from carryd.daemon.index_lock import index_lock
 from carryd.daemon.indexing import LOAD, LoadModel, SyncReport, sync_root
 from carryd.daemon.layout import open_store
 from carryd.daemon.model import load_embedder_for
@@ -85,13 +86,15 @@ class VerifyReport:
 
 def verify_root(settings: Settings, *, store: Store | None = None) -> VerifyReport:
     """Given the settings, compare the index with the files and return every difference."""
-    own_store = store is None
-    active = open_store(settings) if store is None else store
-    try:
-        return _verify(settings, active)
-    finally:
-        if own_store:
-            active.close()
+    # Under the index lock: a sync half-way through its batches is no difference to report.
+    with index_lock(settings):
+        own_store = store is None
+        active = open_store(settings) if store is None else store
+        try:
+            return _verify(settings, active)
+        finally:
+            if own_store:
+                active.close()
 
 
 def repair_root(
@@ -107,6 +110,17 @@ def repair_root(
     and synced afresh; vectors without an entry or of another identity go; entries without a
     vector are embedded. The rest of the index is left as it is.
     """
+    with index_lock(settings):
+        return _repair(settings, report, store=store, embedder=embedder)
+
+
+def _repair(
+    settings: Settings,
+    report: VerifyReport,
+    *,
+    store: Store | None,
+    embedder: Embedder | None | LoadModel,
+) -> SyncReport:
     own_store = store is None
     active = open_store(settings) if store is None else store
     try:
@@ -142,7 +156,13 @@ def _verify(settings: Settings, store: Store) -> VerifyReport:
         rows_by_path.setdefault(row.path, []).append(row)
 
     for path in sorted(set(scan.files) - set(records)):
-        differences.append(Difference("file_not_indexed", path, "file is not in the index"))
+        # A file `carryd index` skips for a reason (not UTF-8, NUL bytes, too large) is not a
+        # difference: it is listed as skipped, as `index` reports it.
+        unindexable = read_markdown(root, path, settings.index.max_file_bytes)
+        if isinstance(unindexable, Problem):
+            skipped.append(unindexable)
+        elif unindexable is not None:
+            differences.append(Difference("file_not_indexed", path, "file is not in the index"))
     for path in sorted(set(records) - set(scan.files)):
         differences.append(Difference("indexed_file_missing", path, "indexed file is gone"))
     for path in sorted(set(rows_by_path) - set(records)):

@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from carryd.daemon.archive import archive_plans
 from carryd.daemon.carrying import CarryResult, write_carries
 from carryd.daemon.indexing import sync_root
-from carryd.daemon.layout import list_workspaces
+from carryd.daemon.layout import carry_damage, list_workspaces
 from carryd.daemon.recall_access import LocalRecall, ThreadRecall
 from carryd.daemon.verifying import repair_root, verify_root
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
+    from carryd.daemon.recalling import WarmSnapshot
     from carryd.daemon.state import DaemonState
     from carryd.index.embed import Embedder
     from carryd.index.store import Store
@@ -343,6 +344,11 @@ def release_memory() -> None:
     trim(0)
 
 
+class StopSync(Exception):
+    """Raised by a sync's progress callback to stop between two embedding chunks: what was
+    committed stays, and the next sync embeds only what is still missing."""
+
+
 # Embeddings in one sync above which the worker trims the heap afterwards.
 TRIM_AFTER_EMBEDDED = 64
 
@@ -358,13 +364,16 @@ class Indexer:
         embedder: Embedder | None,
         degraded: str | None,
         state: DaemonState,
+        progress: Callable[[int, int], None] | None = None,
+        warm: WarmSnapshot | None = None,
     ) -> None:
         self.settings = settings
         self.store = store  # owned by the caller, which closes it after the worker stops
         self.embedder = embedder
         self.degraded = degraded
         self.state = state
-        self._recall = ThreadRecall(store, embedder, degraded)
+        self.progress = progress  # `sync_root`'s; may raise StopSync
+        self._recall = ThreadRecall(store, embedder, degraded, warm=warm)
 
     def reload(self, settings: Settings) -> None:
         """Use new settings from the next batch on (called on the worker thread via a task)."""
@@ -406,7 +415,17 @@ class Indexer:
         log.debug("%s paths: %s", kind, paths)
         report = None
         if paths is None or paths:
-            report = sync_root(self.settings, store=self.store, embedder=self.embedder, paths=paths)
+            try:
+                report = sync_root(
+                    self.settings,
+                    store=self.store,
+                    embedder=self.embedder,
+                    paths=paths,
+                    progress=self.progress,
+                )
+            except StopSync as stop:
+                log.info("%s stopped (%s); the next sync resumes it", kind, stop)
+                return
         touched = report.touched_workspaces if report is not None else frozenset()
         existing = list_workspaces(self.settings)
         targets = (
@@ -414,6 +433,11 @@ class Indexer:
             if every_carry
             else workspaces_for_carry(touched, changed, carry_sources(self.settings), existing)
         )
+        if targets is not None:
+            # A carry found damaged (cut short, its manifest garbage) is rewritten now, not at
+            # the next reconcile: a hook meanwhile re-plans it on every session start.
+            damaged = [w for w in existing if w not in targets and carry_damage(self.settings, w)]
+            targets = tuple(sorted({*targets, *damaged}))
         results: list[CarryResult] = []
         if targets is None or targets:
             results = write_carries(

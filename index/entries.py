@@ -36,9 +36,6 @@ from markdown_it.token import Token
 
 __all__ = ["ROOT_LEVEL_DIRS", "Entry", "L0Source", "parse_entries", "workspace_of"]
 
-# Top-level folders that hold root-level memory (DESIGN.md: `MEMORY.md, notes/*.md`), not a
-# workspace: their entries are the user's cross-project defaults (`carryd.index.layout`).
-
 L0_MAX_CHARS = 100
 
 # Only block structure and line maps are used; headings' inline Markdown is reduced to plain

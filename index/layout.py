@@ -1,12 +1,11 @@
-"""What is root level in a memory root: the folders whose Markdown is the user's own
-cross-workspace memory (besides Markdown files at the root itself).
+"""Names of the memory root's layout that light callers need without the Markdown parser.
 
-Kept free of imports so that the workspace predicate (`carryd.daemon.layout`), which a
-SessionStart hook and the status line ask on every call, does not load the entry parser.
+`carryd status` and the status line judge a carry's freshness from these; importing
+`index/entries.py` for them would load markdown-it and the redactor (~30 ms per hook call).
 """
 
 from __future__ import annotations
 
-__all__ = ["ROOT_LEVEL_DIRS"]
-
+# Top-level folders that hold root-level memory (DESIGN.md: `MEMORY.md, notes/*.md`), not a
+# workspace: their entries are the user's cross-project defaults.
 ROOT_LEVEL_DIRS = ("notes",)

@@ -94,6 +94,36 @@ CREATE TABLE postings (
 CREATE INDEX postings_by_entry ON postings (entry_id);
 """
 
+# The change log (see `Store.changes_since`): additive, created on the first write, so an
+# index made before it starts logging then. Within a batch's transaction the generation is
+# bumped last, so "generation + 1" is the generation the commit makes.
+_STAMP = "(SELECT CAST(value AS INTEGER) + 1 FROM meta WHERE key = 'generation')"
+
+
+def _log_trigger(table: str, event: str, rows: tuple[str, ...]) -> str:
+    inserts = "".join(
+        f"INSERT OR REPLACE INTO entry_changes (entry_id, generation) VALUES ({row}, {_STAMP}); "
+        for row in rows
+    )
+    return (
+        f"CREATE TRIGGER IF NOT EXISTS {table}_{event.lower()}_logged AFTER {event} ON {table} "
+        f"BEGIN {inserts}END;\n"
+    )
+
+
+CHANGE_LOG = (
+    "CREATE TABLE IF NOT EXISTS entry_changes (\n"
+    "    entry_id TEXT PRIMARY KEY, generation INTEGER NOT NULL\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE INDEX IF NOT EXISTS entry_changes_by_generation ON entry_changes (generation);\n"
+    + _log_trigger("entries", "INSERT", ("NEW.id",))
+    + _log_trigger("entries", "UPDATE", ("OLD.id", "NEW.id"))
+    + _log_trigger("entries", "DELETE", ("OLD.id",))
+    + _log_trigger("vectors", "INSERT", ("NEW.entry_id",))
+    + _log_trigger("vectors", "UPDATE", ("OLD.entry_id", "NEW.entry_id"))
+    + _log_trigger("vectors", "DELETE", ("OLD.entry_id",))
+)
+
 ENTRY_COLUMNS = (
     "id, path, workspace, line_start, line_end, heading_path, l0, l0_source, text_hash, "
     "l0_hash, slot, doc_len"
@@ -329,6 +359,80 @@ class Store:
             (identity_key, _ids(ids)),
         )
 
+    # -- the change log: what a warm reader refreshes from -----------------------------------
+    # Triggers on `entries` and `vectors` stamp every id a commit touches with the generation
+    # that commit makes (`entry_changes`, one row per id, the last stamp wins), so a reader at
+    # generation g asks for the ids stamped after g and re-reads only those: its refresh costs
+    # what changed, not what is stored (a full diff of 100,000 rows is ~0.5 s).
+
+    def change_log_epoch(self) -> str | None:
+        """Return the change log's identity (None: no log yet). A new index file (rebuilt
+        after corruption, deleted by hand) gets a new one, so a reader's generation from the
+        old file is never read against the new file's log."""
+        return self.meta("change_log_epoch")
+
+    def changes_since(self, generation: int, epoch: str | None) -> list[str] | None:
+        """Given a generation and the log epoch it was read under, return the ids of the
+        entries (and their vectors) written, replaced or deleted after it, sorted; None when
+        the log cannot say (another epoch, or it started later): then only a full load is
+        right."""
+        since, current = self.meta("change_log_from"), self.change_log_epoch()
+        if since is None or epoch is None or current != epoch or generation < int(since):
+            return None
+        if generation > self.generation():
+            return None
+        # No ORDER BY: SQLite would walk the whole log in id order (28 ms at 100,000 ids)
+        # instead of the few rows past `generation` by the generation index.
+        rows = self._query("SELECT entry_id FROM entry_changes WHERE generation > ?", (generation,))
+        return sorted(row[0] for row in rows)
+
+    def raw_rows_by_id(self, ids: Iterable[str]) -> dict[str, tuple[Any, ...]]:
+        """Given entry ids, return id -> the stored row (`ENTRY_COLUMNS` order) of each one
+        that exists."""
+        rows = self._query(
+            f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN {IDS_IN}", (_ids(ids),)
+        )
+        return {row[0]: tuple(row) for row in rows}
+
+    def terms_of(self, ids: Iterable[str]) -> set[str]:
+        """Given entry ids, return every term their postings hold now."""
+        rows = self._query(
+            f"SELECT DISTINCT term FROM postings WHERE entry_id IN {IDS_IN}", (_ids(ids),)
+        )
+        return {row[0] for row in rows}
+
+    def _ensure_change_log(self) -> None:
+        """Create the change log and its triggers once (a no-op after the first call); the
+        generation it starts at goes to meta `change_log_from`."""
+        connection = self._write
+        if self._change_log_ready is connection:
+            return
+        exists = connection.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'entry_changes'"
+        ).fetchone()
+        if not exists:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in CHANGE_LOG.split(";\n"):
+                    if statement.strip():
+                        connection.execute(statement)
+                connection.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) SELECT 'change_log_from', value "
+                    "FROM meta WHERE key = 'generation'"
+                )
+                connection.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('change_log_epoch', ?)",
+                    (os.urandom(8).hex(),),
+                )
+                connection.execute("COMMIT")
+            except BaseException:
+                _rollback(connection)
+                raise
+        self._change_log_ready = connection
+
+    # The write connection the log is known to exist for (`recover` swaps the connection).
+    _change_log_ready: sqlite3.Connection | None = None
+
     # -- what a sync and verify need ---------------------------------------------------------
 
     def meta(self, key: str) -> str | None:
@@ -438,6 +542,7 @@ class Store:
             # spends most of its SQLite time re-reading pages. The memory is given back below.
             connection.execute(f"PRAGMA cache_size = -{LARGE_BATCH_CACHE_KIB}")
         try:
+            self._ensure_change_log()  # inside: a full or read-only disk is told as such
             connection.execute("BEGIN IMMEDIATE")
             try:
                 _apply(connection, batch)

@@ -142,12 +142,28 @@ def test_the_checks_above_see_what_they_should() -> None:
 
 
 def test_every_registered_host_answers_exactly_its_events() -> None:
-    """`carryd hook HOST EVENT`: adding a host is a `host_<name>.py` with `EVENTS` plus its
-    line in `hosts.HOSTS`; the two must agree."""
+    """`carryd hook HOST EVENT`: adding a host is a `host_<name>.py` with `EVENTS` and
+    `CLEAR_COMMAND` plus its line in `hosts.HOSTS`; the two must agree, and `carryd setup`
+    knows every registered host."""
     import importlib
 
     from carryd.daemon.hosts import HOSTS
+    from carryd.daemon.setup_hosts import HOSTS as SETUP_HOSTS
 
+    assert set(HOSTS) == {"claude-code", "codex", "gemini"}
+    assert set(SETUP_HOSTS) == set(HOSTS)
     for name, host in HOSTS.items():
-        events = importlib.import_module(host.module).EVENTS
-        assert set(events) == set(host.events), name
+        module = importlib.import_module(host.module)
+        assert set(module.EVENTS) == set(host.events), name
+        assert isinstance(module.CLEAR_COMMAND, str) and module.CLEAR_COMMAND, name
+    assert HOSTS["gemini"].events == ("session-start", "before-agent", "pre-compress")
+
+
+def test_host_neutral_hook_modules_name_no_host() -> None:
+    """The host-neutral hook code never branches on a host's name: a host's quirks live in its
+    own module (Codex's always-named event is its `Wire`, not an `if host == "codex"`)."""
+    for name in ("hook_events.py", "hook_state.py", "handoff.py", "handoff_trigger.py",
+                 "workspace_lookup.py"):  # fmt: skip
+        text = (REPO / "daemon" / name).read_text(encoding="utf-8")
+        for host in ('"claude-code"', '"codex"', '"gemini"'):
+            assert host not in text, f"daemon/{name} names the host {host}"

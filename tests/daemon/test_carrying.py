@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -344,7 +345,8 @@ def test_cmd_carry_print_with_max_chars(memory_root: Settings, capsys) -> None: 
     small = capsys.readouterr().out
     assert len(small) <= 2_500
     assert small.startswith(DEFAULT_DISCIPLINE) and "# How to read more" in small
-    assert run(root, "--print", "--workspace", "webshop", "--max-chars", "100") == 1
+    # A usage error: the budget asked for cannot hold the required parts.
+    assert run(root, "--print", "--workspace", "webshop", "--max-chars", "100") == 2
     assert "required carry segments need" in capsys.readouterr().err
     assert run(root, "--workspace", "webshop", "--max-chars", "2500") == 2
     assert run(root, "--print", "--workspace", "nope") == 2
@@ -509,3 +511,49 @@ def test_short_queries_find_a_workspace_note_and_the_gate_keeps_noise_out(
     assert "16 GB of RAM" in text  # notes/ is root level too: carried every time
     assert "Tomatoes" not in text and "derailleur" not in text  # noise stays out
     assert len(data["memory"]["queries"]) == 4
+
+
+def test_writing_every_carry_removes_temp_files_and_carries_of_workspaces_gone(
+    memory_root: Settings,
+) -> None:
+    write_carries(memory_root)
+    carry_dir = memory_root.carry_dir
+    # A writer killed between its temp file and the rename; a workspace renamed.
+    (carry_dir / ".webshop.md.k9x2.tmp").write_bytes(b"half a carry")
+    (carry_dir / ".webshop.json.0aa1.tmp").write_bytes(b"{")
+    shutil.move(memory_root.root_path / "tooling", memory_root.root_path / "tools")
+    (carry_dir / "README.md").write_text("a note the user keeps here\n", encoding="utf-8")
+    # Writing one workspace (a watcher batch) leaves the folder as it is.
+    write_carries(memory_root, ["webshop"])
+    assert (carry_dir / ".webshop.md.k9x2.tmp").exists() and (carry_dir / "tooling.md").exists()
+    results = write_carries(memory_root)
+    assert [result.workspace for result in results] == ["tools", "webshop"]
+    assert sorted(path.name for path in carry_dir.iterdir()) == [
+        "README.md",
+        "tools.json",
+        "tools.md",
+        "webshop.json",
+        "webshop.md",
+    ]
+
+
+def test_a_carry_writer_waits_for_the_index_lock_and_a_hook_gives_up_soon(
+    memory_root: Settings,
+) -> None:
+    import fcntl
+    import time
+
+    from carryd.daemon.index_lock import IndexBusy, lock_path
+
+    path = lock_path(memory_root)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(descriptor, fcntl.LOCK_EX)  # another writer (an open file description apart)
+    os.pwrite(descriptor, b"pid 4242: carryd index\n", 0)
+    try:
+        started = time.monotonic()
+        with pytest.raises(IndexBusy, match="pid 4242: carryd index"):
+            write_carry(memory_root, "webshop", lock_timeout=0.3)
+        assert 0.3 <= time.monotonic() - started < 5
+    finally:
+        os.close(descriptor)
+    assert write_carry(memory_root, "webshop", lock_timeout=0.3).bytes > 0

@@ -19,12 +19,8 @@ from hypothesis import strategies as st
 
 from carryd.daemon.cli import main
 from carryd.daemon.config import load_settings
-from carryd.daemon.host_claude_code import (
-    session_start_answer,
-    session_start_payload,
-    statusline_text,
-    used_fraction,
-)
+from carryd.daemon.hook_events import Wire, session_start_answer
+from carryd.daemon.host_claude_code import statusline_text, used_fraction
 
 VENV_CARRYD = Path(sys.executable).absolute().parent / "carryd"
 SOURCES = ("startup", "resume", "clear", "compact")
@@ -87,19 +83,30 @@ def run_hook(
 
 
 def session_answer(output: str, budget: int = 9_000) -> str | None:
-    """Check a SessionStart answer's shape; return its additionalContext (None for `{}`)."""
+    """Check a SessionStart answer's shape; return its additionalContext (None when absent).
+
+    A `systemMessage` is the person's notice of a setup problem: one short line, never the carry.
+    """
     answer = json.loads(output)
     assert isinstance(answer, dict)
-    assert "systemMessage" not in answer, "the carry must never go to systemMessage"
-    if answer == {}:
+    assert set(answer) <= {"hookSpecificOutput", "systemMessage"}
+    notice = answer.get("systemMessage")
+    if notice is not None:
+        assert isinstance(notice, str) and len(notice) <= 300
+        assert DISCIPLINE_START not in notice, "the carry must never go to systemMessage"
+    if "hookSpecificOutput" not in answer:
         return None
-    assert set(answer) == {"hookSpecificOutput"}
     specific = answer["hookSpecificOutput"]
     assert specific["hookEventName"] == "SessionStart"
     context = specific["additionalContext"]
     assert isinstance(context, str)
     assert len(context) <= budget, f"additionalContext has {len(context)} chars > {budget}"
     return context
+
+
+def notice_of(output: str) -> str:
+    """The person's notice in a hook answer ("" when there is none)."""
+    return str(json.loads(output).get("systemMessage") or "")
 
 
 @pytest.fixture
@@ -151,8 +158,8 @@ def test_bad_or_missing_input_gets_a_small_valid_answer(
         "session-start", stdin, "--root", str(root), monkeypatch=monkeypatch, capsys=capsys
     )
     assert code == 0
-    context = session_answer(out)
-    assert context is not None and context.startswith("carryd: ") and len(context) <= 400
+    assert session_answer(out) is None  # nothing for the model: it cannot fix the input
+    assert notice_of(out).startswith("carryd: ")
 
 
 @pytest.mark.parametrize("source", SOURCES)
@@ -173,8 +180,8 @@ def test_an_unknown_workspace_is_said_briefly(
         capsys=capsys,
     )
     assert code == 0
-    context = session_answer(out)
-    assert context is not None and "no workspace 'elsewhere'" in context
+    assert session_answer(out) is None
+    assert "no workspace 'elsewhere'" in notice_of(out)
 
 
 def test_the_state_dir_is_never_a_workspace(
@@ -189,7 +196,8 @@ def test_the_state_dir_is_never_a_workspace(
         monkeypatch=monkeypatch,
         capsys=capsys,
     )
-    assert code == 0 and "no workspace '.carryd'" in (session_answer(out) or "")
+    assert code == 0 and session_answer(out) is None
+    assert "no workspace '.carryd'" in notice_of(out)
 
 
 @pytest.mark.parametrize(
@@ -214,8 +222,8 @@ def test_a_broken_config_never_breaks_the_host(
         monkeypatch=monkeypatch,
         capsys=capsys,
     )
-    assert code == 0
-    assert "config error" in (session_answer(out) or "")
+    assert code == 0 and session_answer(out) is None
+    assert "config error" in notice_of(out)
     code, out = run_hook(
         "statusline",
         statusline_input(str(root / "shop"), 80),
@@ -233,7 +241,8 @@ def test_no_root_at_all_is_said(
     code, out = run_hook(
         "session-start", session_start_input("/tmp/x"), monkeypatch=monkeypatch, capsys=capsys
     )
-    assert code == 0 and "no memory root" in (session_answer(out) or "")
+    assert code == 0 and session_answer(out) is None
+    assert "no memory root" in notice_of(out)
 
 
 def test_a_tiny_inline_budget_is_still_kept(
@@ -286,7 +295,7 @@ def test_any_input_gets_a_valid_answer_within_the_budget(
     config.write_text(f'root = "{root}"\n[hooks]\ninline_chars = {budget}\n', encoding="utf-8")
     answer = session_start_answer(stdin, load_settings(config), None)
     assert answer.context is not None and len(answer.context) <= budget
-    session_answer(json.dumps(session_start_payload(answer)), budget)
+    session_answer(Wire("SessionStart").answer(context=answer.context, notice=None), budget)
     line = statusline_text(stdin, load_settings(config), None)
     assert "\n" not in line and line.startswith(("[", "ctx "))
 
@@ -327,7 +336,7 @@ def test_a_false_bypass_value_does_not_bypass(
     code, out = run_hook(
         "session-start", "", "--root", str(root), monkeypatch=monkeypatch, capsys=capsys
     )
-    assert code == 0 and session_answer(out) is not None
+    assert code == 0 and session_answer(out) is None and notice_of(out)  # not bypassed
 
 
 def test_the_bypass_variable_name_comes_from_the_config(
@@ -505,7 +514,8 @@ def test_stdin_closed_or_a_terminal_does_not_hang(root: Path) -> None:
         check=False,
     )
     assert done.returncode == 0
-    assert "no hook input" in (session_answer(done.stdout.decode()) or "")
+    assert session_answer(done.stdout.decode()) is None
+    assert "no hook input" in notice_of(done.stdout.decode())
 
 
 # --- real carries (the real offline model) --------------------------------------------------------
@@ -801,8 +811,7 @@ def test_with_the_daemon_running_the_hook_recalls_through_it(
 def test_a_cwd_no_path_can_hold_is_bad_input_not_a_crash(root: Path) -> None:
     settings = load_settings(None, root=root)
     answer = session_start_answer('{"cwd": "/tmp/a\\u0000b", "source": "clear"}', settings, None)
-    context = session_start_payload(answer)["hookSpecificOutput"]["additionalContext"]
-    assert context.count("no usable cwd") == 1
+    assert answer.reason == "bad_input" and (answer.context or "").count("no usable cwd") == 1
     status = '{"cwd": "\\u0000", "context_window": {"used_percentage": 80}}'
     line = statusline_text(status, settings, None)
     assert "no cwd" in line

@@ -487,3 +487,53 @@ def test_a_new_tokenizer_version_recomputes_every_posting_without_embedding(
     assert (report.parsed, report.embedded, report.removed) == (3, 0, 0)
     assert verify_root(settings).ok
     assert sync(small).parsed == 0
+
+
+def test_progress_reports_embedded_so_far_against_the_total(
+    small: Path, use_model: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr("carryd.daemon.indexing.COMMIT_EMBEDDINGS", 25)
+    calls: list[tuple[int, int]] = []
+    report = sync(small, progress=lambda done, total: calls.append((done, total)))
+    assert report.embedded == 60
+    # whole files (20 entries each) per batch of about 25 embeddings: 40, then the last 20
+    assert calls == [(0, 60), (40, 60), (60, 60)]
+    calls.clear()
+    sync(small, progress=lambda done, total: calls.append((done, total)))
+    assert calls and set(calls) == {(0, 0)}  # nothing to embed: still told
+
+
+def test_files_index_skips_for_a_reason_are_listed_by_verify_not_differences(
+    small: Path, use_model: Path
+):
+    (small / "alpha" / "binary.md").write_bytes(b"# title\n\x00\x01\x02\x03")
+    (small / "alpha" / "latin1.md").write_bytes("# café\n".encode("latin-1"))
+    (small / "beta" / "nul.md").write_bytes(b"# fine start\n\nthen a NUL \x00 here\n")
+    index_json(small)
+    code, answer, _ = run("verify", "--root", str(small), "--json")
+    assert answer is not None
+    assert (code, answer["ok"], answer["problems"]) == (0, True, [])
+    assert {problem["path"] for problem in answer["skipped"]} == {
+        "alpha/binary.md",
+        "alpha/latin1.md",
+        "beta/nul.md",
+    }
+    code, _, _ = run("verify", "--root", str(small))
+    assert code == 0
+    # A file that can be indexed but is not yet still is a difference.
+    (small / "alpha" / "new.md").write_text("# New\n\nNot indexed yet.\n", encoding="utf-8")
+    code, answer, _ = run("verify", "--root", str(small), "--json")
+    assert code == 1 and answer is not None
+    assert [(p["kind"], p["path"]) for p in answer["problems"]] == [
+        ("file_not_indexed", "alpha/new.md")
+    ]
+
+
+def test_a_finished_sync_clears_the_record_of_an_interrupted_run(small: Path, use_model: Path):
+    from carryd.daemon.state import read_indexing, write_indexing
+
+    settings = load_settings(None, root=str(small))
+    write_indexing(settings, {"pid": 2**22 + 12345, "embedded": 10, "to_embed": 60})
+    assert read_indexing(settings) is not None
+    sync(small)  # one batch: it records no progress of its own, and still clears the old one
+    assert read_indexing(settings) is None

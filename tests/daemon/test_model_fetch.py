@@ -155,3 +155,18 @@ def test_a_closed_port_is_unreachable_quickly_and_a_listening_one_reachable(
     assert problem is not None and "127.0.0.1" in problem
     assert time.monotonic() - started < 1.6
     assert reachable("127.0.0.1", silent_hub.getsockname()[1], timeout=1.0) is None
+
+
+def test_a_download_about_to_start_is_announced(
+    tmp_path: Path,
+    silent_hub: socket.socket,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+):
+    # The download can take minutes: the user is told before it starts, not left in silence.
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    guard = DownloadGuard(tmp_path / "cache", probe=silent_hub.getsockname()[:2])
+    with caplog.at_level("WARNING", logger="carryd.daemon.model_fetch"):
+        assert guard.before_download(DEFAULT_IDENTITY) is None
+    assert f"downloading {DEFAULT_IDENTITY.name}" in caplog.text
+    assert str(tmp_path / "cache") in caplog.text

@@ -457,6 +457,14 @@ QUERIES = (
 # Each step: files to write (None: delete), then a sync of exactly those paths.
 STEPS: tuple[dict[str, str | None], ...] = (
     {"webshop/notes.md": NOTES["webshop/notes.md"].replace("retry twice", "retry thrice")},
+    # The same ids, a queried term gone from one entry and new in another: the warm
+    # recaller's cached postings of exactly those terms must go.
+    {
+        "webshop/notes.md": NOTES["webshop/notes.md"]
+        .replace("retry twice", "retry thrice")
+        .replace("integers in cents", "integers")
+        .replace("one entry point", "one entry point, amounts aside")
+    },
     {"ops/ingress.md": "## Ingress\n\nKubernetes ingress times out after 60 s.\n"},
     {
         "MEMORY.md": NOTES["MEMORY.md"] + "\n## Theme\n\n<!-- slot: preference:theme -->\n"
@@ -507,6 +515,8 @@ def test_a_warm_recaller_answers_as_a_fresh_one_after_edits_adds_and_deletes(
             ids = sorted(row.id for row in root.store.entries())
             assert warm.slots(ids) == fresh.slots(ids)
     assert "preference:theme" in warm.slots(sorted(row.id for row in root.store.entries())).values()
+    # After the first load every refresh came from the store's change log.
+    assert warm.warm.refreshes["full"] == 1 and warm.warm.refreshes["log"] >= 1
 
 
 def test_vectors_filled_in_later_reach_the_warm_recaller(indexed: Any, embedder: Embedder) -> None:

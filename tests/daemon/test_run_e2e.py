@@ -138,9 +138,11 @@ class Daemon:
             assert self.process is not None
             if self.process.poll() is not None:
                 raise AssertionError(f"daemon exited {self.process.returncode}:\n{self.text()}")
-            return request(self.settings, "ping", {}, timeout=1.0) is not None
+            # READY comes before the start-up reconcile ends; these tests want it done.
+            answer = request(self.settings, "status", {}, timeout=1.0)
+            return answer is not None and answer.get("state") == "running"
 
-        wait_for(ready, READY_TIMEOUT, "the daemon to serve its socket")
+        wait_for(ready, READY_TIMEOUT, "the daemon to serve its socket and reconcile")
         return self
 
     def wait_log(self, needle: str, timeout: float = 30.0, *, after: int = 0) -> None:
@@ -340,7 +342,10 @@ def test_degraded_model_is_reported_and_carries_still_written(
             messages.append(notify.recv(4096).decode())
         assert f"MAINPID={daemon.pid}" in messages[-1]
         run_degraded_checks(root, daemon)
-        assert "STOPPING=1" in notify.recv(4096).decode()
+        later = [notify.recv(4096).decode()]
+        while "STOPPING=1" not in later[-1]:
+            later.append(notify.recv(4096).decode())
+        assert any(m.startswith("STATUS=watching") for m in later)  # the reconcile ended
     finally:
         notify.close()
     # Without a daemon the same truth comes from the model folder itself.

@@ -109,20 +109,30 @@ def test_missing_carry(root: Path) -> None:
     assert report["reason"] == "no carry file yet"
 
 
-def test_model_probe(tmp_path: Path) -> None:
+def linked_model(model_dir: Path, folder: Path) -> Path:
+    """A folder of symlinks to the real test model's files (so a test may remove one)."""
+    folder.mkdir()
+    for item in model_dir.iterdir():
+        (folder / item.name).symlink_to(item)
+    return folder
+
+
+def test_model_probe(tmp_path: Path, model_dir: Path) -> None:
     assert probe_model(make_settings(tmp_path)) is None  # the default model: judged by the daemon
     assert "does not exist" in (probe_model(make_settings(tmp_path, str(tmp_path / "nope"))) or "")
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "no .onnx" in (probe_model(make_settings(tmp_path, str(empty))) or "")
+    # An ONNX file alone is no model: nothing could tokenize the text.
     (empty / "model.onnx").write_bytes(b"x")
-    assert probe_model(make_settings(tmp_path, str(empty))) is None
+    assert "tokenizer.json" in (probe_model(make_settings(tmp_path, str(empty))) or "")
+    assert probe_model(make_settings(tmp_path, str(model_dir))) is None
 
 
-def test_status_report_healthy_then_stale_fallback_and_degraded(root: Path, tmp_path: Path) -> None:
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "model.onnx").write_bytes(b"x")
+def test_status_report_healthy_then_stale_fallback_and_degraded(
+    root: Path, tmp_path: Path, model_dir: Path
+) -> None:
+    model = linked_model(model_dir, tmp_path / "model")
     settings = make_settings(root, str(model))
     write_carry(root, "proj", 2000)
     report = status_report(settings, now=3000)
@@ -141,7 +151,8 @@ def test_status_report_healthy_then_stale_fallback_and_degraded(root: Path, tmp_
     assert report["problems"] == ["carry proj: fallback (ledger unreadable)"]
 
     write_carry(root, "proj", 2600)
-    (model / "model.onnx").unlink()
+    for onnx in model.glob("*.onnx"):
+        onnx.unlink()
     report = status_report(settings, now=3000)
     assert report["model"]["degraded"] and not report["model"]["loaded"]
     assert report["problems"][0].startswith("model degraded: model folder")
@@ -281,3 +292,93 @@ def test_status_names_ledger_sections_outside_the_table(
     assert "ledger sections outside the table, carried last: 'Random thoughts', '决策'" in out
     report = status_report(make_settings(root), now=2100)
     assert report["carries"][0]["unrecognised_sections"] == ["Random thoughts", "决策"]
+
+
+# --- honest status: a degraded model, an index run, what to run next ----------------------
+
+
+def test_without_a_daemon_a_model_folder_that_cannot_work_is_degraded(
+    root: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    folder = tmp_path / "half-a-model"
+    folder.mkdir()
+    (folder / "model.onnx").write_bytes(b"not a model")
+    write_carry(root, "proj", 2000)
+    code = main(["status", "--json", "--root", str(root)])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["model"]["degraded"] is None  # the default model: unknown
+    monkeypatch.setenv("CARRYD_MODEL_PATH", str(folder))
+    code = main(["status", "--json", "--root", str(root)])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and not report["healthy"]
+    assert str(folder) in report["model"]["degraded"]
+    assert main(["status", "--root", str(root)]) == 1
+    text = capsys.readouterr().out
+    assert "DEGRADED" in text and "health: ok" not in text
+
+
+def test_without_a_daemon_the_last_index_run_tells_a_degraded_default_model(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No model folder, offline, nothing cached: `carryd index` builds a lexical index and
+    says why; status, with no daemon ever run, says the same."""
+    assert main(["index", "--root", str(root), "--json"]) == 0
+    degraded = json.loads(capsys.readouterr().out)["degraded"]
+    assert degraded
+    assert main(["carry", "--root", str(root)]) == 0
+    capsys.readouterr()
+    assert main(["status", "--json", "--root", str(root)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["model"]["degraded"] == degraded
+    assert report["problems"][0] == f"model degraded: {degraded}"
+
+
+def test_an_index_run_in_progress_or_cut_short_is_reported_with_counts(root: Path) -> None:
+    from carryd.daemon.state import write_indexing
+
+    settings = make_settings(root)
+    write_carry(root, "proj", 2000)
+    assert status_report(settings, now=3000)["healthy"]
+    progress = {
+        "pid": os.getpid(),
+        "started_at": 2900.0,
+        "updated_at": 2990.0,
+        "embedded": 512,
+        "to_embed": 2000,
+        "files_committed": 26,
+        "files_to_commit": 100,
+    }
+    write_indexing(settings, progress)
+    report = status_report(settings, now=3000)
+    assert not report["healthy"]
+    assert report["indexing"]["running"] is True
+    assert report["problems"] == [
+        f"indexing in progress (pid {os.getpid()}): 512 of 2000 entries embedded, "
+        "26 of 100 files committed; the index is partial"
+    ]
+    assert "indexing: indexing in progress" in render_text(report, now=3000)
+    write_indexing(settings, {**progress, "pid": 2**22 + 12345})  # no such process
+    report = status_report(settings, now=3000)
+    assert report["indexing"]["interrupted"] is True
+    assert "stopped before finishing: 512 of 2000 entries embedded" in report["problems"][0]
+    assert any("carryd index" in step for step in report["next"])
+
+
+def test_right_after_index_the_missing_carries_say_what_to_run(
+    root: Path, use_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["index", "--root", str(root)]) == 0
+    capsys.readouterr()
+    assert main(["status", "--root", str(root)]) == 1
+    text = capsys.readouterr().out
+    assert "carry proj: MISSING" in text
+    assert f"next: `carryd carry --root {root}` writes the carries (proj)" in text
+    assert "carryd run" in text
+    assert main(["carry", "--root", str(root)]) == 0
+    capsys.readouterr()
+    assert main(["status", "--json", "--root", str(root)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["healthy"] and report["next"] == [] and report["indexing"] is None

@@ -380,12 +380,107 @@ def test_the_verify_task_repairs_damage_inside_the_index(tmp_path, use_model) ->
             damage.execute("DELETE FROM postings")
         assert not verify_root(settings_, store=store).ok
         indexer = Indexer(
-            settings_, store=store, embedder=embedder, degraded=degraded,
+            settings_,
+            store=store,
+            embedder=embedder,
+            degraded=degraded,
             state=DaemonState(settings_),
         )
         indexer.run("verify")
         indexer.close()
         assert verify_root(settings_, store=store).ok
         assert store.counts()["vectors"] == 2
+    finally:
+        store.close()
+
+
+def test_a_batch_also_rewrites_a_damaged_carry_of_another_workspace(tmp_path, use_model) -> None:
+    """A carry cut short is rewritten by the daemon's next batch, whatever that batch touched."""
+    import os
+
+    from carryd.daemon.layout import check_carry, open_store
+    from carryd.daemon.model import load_embedder_for
+    from carryd.daemon.state import DaemonState
+    from carryd.daemon.worker import Batch, Indexer
+
+    root = tmp_path / "root"
+    for workspace in ("ws", "other"):
+        (root / workspace).mkdir(parents=True)
+        (root / workspace / "a.md").write_text(f"# {workspace}\nThe {workspace} entry.\n")
+    settings_ = parse_settings({"root": str(root), "model": {"model_path": str(use_model)}})
+    embedder, degraded = load_embedder_for(settings_)
+    store = open_store(settings_)
+    indexer = Indexer(
+        settings_, store=store, embedder=embedder, degraded=degraded, state=DaemonState(settings_)
+    )
+    try:
+        indexer.run("reconcile")
+        whole = (settings_.carry_dir / "other.md").read_bytes()
+        os.truncate(settings_.carry_dir / "other.md", 100)
+        assert check_carry(settings_, "other").state == "damaged"
+        (root / "ws" / "a.md").write_text("# ws\nThe ws entry, edited.\n")
+        indexer.apply(Batch(frozenset({"ws/a.md"}), frozenset(), frozenset(), events=1))
+        assert (settings_.carry_dir / "other.md").read_bytes() == whole
+        assert check_carry(settings_, "other").state == "fresh"
+    finally:
+        indexer.close()
+        store.close()
+
+
+def test_an_edit_refreshes_the_shared_warm_snapshot_from_the_change_log(
+    tmp_path, use_model
+) -> None:
+    """The worker's carries and the query thread read one warm snapshot; after the start-up
+    load, an edited entry reaches it through the store's change log, never a full reload, and
+    the answers are exactly a freshly loaded recaller's."""
+    from carryd.daemon.indexing import sync_root
+    from carryd.daemon.layout import open_store
+    from carryd.daemon.model import load_embedder_for
+    from carryd.daemon.recall_access import ThreadRecall
+    from carryd.daemon.recalling import Recaller, WarmSnapshot
+    from carryd.daemon.state import DaemonState
+    from carryd.daemon.worker import Batch, Indexer
+
+    root = tmp_path / "root"
+    (root / "ws" / "handoff").mkdir(parents=True)
+    (root / "ws" / "PLAN.md").write_text("# Plan\n\n## Current state\n- tune the parser\n")
+    (root / "ws" / "notes.md").write_text(
+        "# Notes\n\n## Parser\nThe parser drops tabs.\n\n## Socket\nThe socket times out.\n"
+    )
+    settings_ = parse_settings({"root": str(root), "model": {"model_path": str(use_model)}})
+    embedder, degraded = load_embedder_for(settings_)
+    store = open_store(settings_)
+    try:
+        sync_root(settings_, store=store, embedder=embedder)
+        warm = WarmSnapshot(store, embedder)
+        indexer = Indexer(
+            settings_,
+            store=store,
+            embedder=embedder,
+            degraded=degraded,
+            state=DaemonState(settings_),
+            warm=warm,
+        )
+        query_thread = ThreadRecall(store, embedder, degraded, warm=warm)
+        query_thread.current(settings_).answer("parser tabs")  # the one full load
+        for text in ("The parser keeps tabs now.", "The parser drops tabs again."):
+            notes = root / "ws" / "notes.md"
+            notes.write_text(notes.read_text().replace(notes.read_text().split("\n")[3], text))
+            indexer.apply(
+                Batch(
+                    paths=frozenset({"ws/notes.md"}),
+                    trees_added=frozenset(),
+                    trees_removed=frozenset(),
+                    events=1,
+                )
+            )
+            answer = query_thread.current(settings_).answer("parser tabs", min_confidence=0)
+            fresh = Recaller(settings_, store, embedder, degraded).answer(
+                "parser tabs", min_confidence=0
+            )
+            assert answer == fresh
+        assert (root / ".carryd" / "carry" / "ws.md").exists()  # the carry recalled too
+        indexer.close()
+        assert warm.refreshes["full"] == 1 and warm.refreshes["log"] >= 2
     finally:
         store.close()

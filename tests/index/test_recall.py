@@ -12,13 +12,7 @@ import pytest
 from carryd.index.fusion import MINILM
 from carryd.index.lexical import LexicalStats, TermPostings, query_terms
 from carryd.index.recall import QueryTerms, RecallOptions, nearest, recall
-from carryd.index.snapshot import (
-    StoredVectors,
-    build_snapshot,
-    patch_snapshot,
-    scope_of,
-    vectors_to_fetch,
-)
+from carryd.index.snapshot import StoredVectors, apply_changes, build_snapshot, scope_of
 from carryd.index.store import entry_row
 
 DIM = 4
@@ -61,7 +55,6 @@ def stored(vectors: dict[str, np.ndarray], rows: dict[str, tuple[object, ...]]) 
         dim=DIM,
         ids=ids,
         matrix=np.stack([vectors[i] for i in ids]),
-        keys={i: str(rows[i][9]) if i in rows else "gone" for i in ids},
     )
 
 
@@ -93,55 +86,17 @@ def test_nearest_ranks_by_cosine_above_the_floor_ties_by_id_within_the_mask() ->
     ]
 
 
-def test_a_patched_snapshot_equals_one_built_from_scratch() -> None:
-    first = snapshot_of(ROWS, VECTORS)
-    rows = dict(ROWS)
-    del rows["mem_c"]  # removed
-    rows["mem_b"] = raw("mem_b", "MEMORY.md", None, "prefer bash scripts")  # changed L0
-    rows["mem_d"] = raw("mem_d", "ops/run.md", "ops", "deploy on fridays never")  # new
-    vectors = {"mem_a": VECTORS["mem_a"], "mem_b": unit(0, 1, 1, 0), "mem_d": unit(0, 0, 0, 1)}
-    keys = {i: str(rows[i][9]) for i in vectors}
-    wanted = vectors_to_fetch(first, rows, keys)
-    assert wanted == ["mem_b", "mem_d"]  # mem_a's vector is unchanged: not fetched again
-    patched = patch_snapshot(
-        first,
-        2,
-        rows,
-        LexicalStats(doc_count=len(rows), avg_doc_len=4.0),
-        decode=entry_row,
-        calibration=MINILM,
-        vector_keys=keys,
-        fetched=[(i, keys[i], vectors[i].tobytes()) for i in wanted],
-        dim=DIM,
-    )
-    fresh = snapshot_of(rows, vectors, generation=2)
-    assert patched is not None
-    assert patched.rows == fresh.rows
-    assert patched.entry_ids == fresh.entry_ids
-    assert patched.doc_lengths.tolist() == fresh.doc_lengths.tolist()
-    assert patched.vector_keys == fresh.vector_keys
-    assert patched.matrix is not None and fresh.matrix is not None
-
-    def by_id(snapshot):  # type: ignore[no-untyped-def]
-        return {i: snapshot.matrix[n].tolist() for n, i in enumerate(snapshot.vector_ids)}
-
-    assert by_id(patched) == by_id(fresh)
-
-
 def test_vectors_of_another_width_need_the_full_load_which_says_so() -> None:
     first = snapshot_of(ROWS, VECTORS)
-    keys = {i: "changed" for i in ROWS}
     wide = np.zeros(DIM + 1, dtype=np.float32).tobytes()
     assert (
-        patch_snapshot(
+        apply_changes(
             first,
             2,
-            ROWS,
-            LexicalStats(3, 4.0),
+            {i: ROWS[i] for i in sorted(ROWS)},
             decode=entry_row,
             calibration=MINILM,
-            vector_keys=keys,
-            fetched=[(i, "changed", wide) for i in sorted(ROWS)],
+            vectors={i: wide for i in sorted(ROWS)},
             dim=DIM,
         )
         is None

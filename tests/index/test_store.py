@@ -373,3 +373,43 @@ def test_a_database_sqlite_can_open_is_never_moved_aside(store: Store, db: Path)
             assert reopened.recovered is None and not reopened.created
             assert reopened.counts()["entries"] == 3
     assert list(db.parent.glob("index.sqlite.*")) == []
+
+
+def test_the_change_log_names_every_id_a_commit_touched_since_a_generation(db: Path) -> None:
+    with Store.open(db) as opened:
+        assert opened.changes_since(0, None) is None  # no log before the first write
+        first = opened.apply(Batch(upsert_entries=(row("mem_a"), row("mem_b")), identity=IDENTITY))
+        epoch = opened.change_log_epoch()
+        assert epoch and opened.changes_since(0, epoch) == ["mem_a", "mem_b"]
+        second = opened.apply(
+            Batch(identity=IDENTITY, vectors=(("mem_a", "l-mem_a", vector(1, 0, 0, 0)),))
+        )
+        assert opened.changes_since(first, epoch) == ["mem_a"]  # a vector alone counts
+        opened.apply(Batch(delete_entries=("mem_b",), upsert_entries=(row("mem_c"),)))
+        assert opened.changes_since(second, epoch) == ["mem_b", "mem_c"]
+        assert opened.raw_rows_by_id(["mem_b", "mem_c"]).keys() == {"mem_c"}
+        assert opened.changes_since(opened.generation(), epoch) == []
+        assert opened.changes_since(first, "another") is None  # another index's log
+    db.unlink()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    with Store.open(db) as rebuilt:
+        rebuilt.apply(Batch(upsert_entries=(row("mem_x"),)))
+        assert rebuilt.changes_since(0, epoch) is None  # a new file, a new epoch
+
+
+def test_an_index_made_before_the_change_log_starts_logging_at_its_next_write(db: Path) -> None:
+    with Store.open(db) as opened:
+        opened.apply(Batch(upsert_entries=(row("mem_a"),)))
+    with sqlite3.connect(db) as old:  # what an index of the previous carryd looks like
+        for (name,) in old.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'"):
+            old.execute(f"DROP TRIGGER {name}")
+        old.execute("DROP TABLE entry_changes")
+        old.execute("DELETE FROM meta WHERE key IN ('change_log_from', 'change_log_epoch')")
+    with Store.open(db) as reopened:
+        before = reopened.generation()
+        assert reopened.changes_since(before, reopened.change_log_epoch()) is None
+        reopened.apply(Batch(upsert_entries=(row("mem_b"),)))
+        epoch = reopened.change_log_epoch()
+        assert reopened.changes_since(before - 1, epoch) is None  # older than the log
+        assert reopened.changes_since(before, epoch) == ["mem_b"]

@@ -1,0 +1,636 @@
+"""Every host's hooks with the hosts' documented stdin shapes: the write-side trigger once per
+crossing of the threshold (from the status line's record or the transcript), setup problems
+told to the person and never the model, answers every host's validator takes, Gemini CLI's
+SessionStart carrying the carry, workspaces found from a git work tree's subfolders, and the
+user's own status line kept first."""
+
+from __future__ import annotations
+
+import io
+import json
+import shlex
+import sys
+from pathlib import Path, PurePath
+from typing import Any
+
+import pytest
+
+from carryd.daemon import host_claude_code, host_codex, host_gemini
+from carryd.daemon.cli import main
+from carryd.daemon.handoff_trigger import SessionMark, decide
+from carryd.daemon.hosts import HOSTS
+from carryd.daemon.workspace_lookup import workspace_candidates
+
+SESSION = "5f1c2b9e-7a44-4d0b-8c1e-3f2a9b7c6d10"
+LEDGER_SECTIONS = (
+    "Task status",
+    "Goal",
+    "Tried approaches and failure reasons",
+    "Progress and next steps",
+)
+
+
+# --- the hosts' documented stdin shapes -----------------------------------------------------
+
+
+def claude_prompt(cwd: str, transcript: str = "/nonexistent/t.jsonl", **extra: Any) -> str:
+    """Claude Code's UserPromptSubmit input (hooks reference: common fields + prompt)."""
+    return json.dumps(
+        {
+            "session_id": SESSION,
+            "transcript_path": transcript,
+            "cwd": cwd,
+            "permission_mode": "default",
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "now fix the refund test",
+            **extra,
+        }
+    )
+
+
+def claude_status(cwd: str, percent: float) -> str:
+    """Claude Code's statusLine input (statusline reference)."""
+    return json.dumps(
+        {
+            "hook_event_name": "Status",
+            "session_id": SESSION,
+            "transcript_path": "/nonexistent/t.jsonl",
+            "cwd": cwd,
+            "model": {"id": "claude-opus-4-1", "display_name": "Opus"},
+            "workspace": {"current_dir": cwd, "project_dir": cwd},
+            "cost": {"total_cost_usd": 0.42, "total_duration_ms": 120000},
+            "context_window": {"context_window_size": 200000, "used_percentage": percent},
+        }
+    )
+
+
+def gemini_input(event: str, cwd: str, transcript: str = "/nonexistent/chat.json", **extra: Any):
+    """Gemini CLI's hook input (hooks reference: base fields + the event's own)."""
+    return json.dumps(
+        {
+            "session_id": SESSION,
+            "transcript_path": transcript,
+            "cwd": cwd,
+            "hook_event_name": event,
+            "timestamp": "2026-11-30T16:20:00.000Z",
+            **extra,
+        }
+    )
+
+
+def codex_input(event: str, cwd: str, transcript: str | None = None, **extra: Any) -> str:
+    """Codex CLI's hook input (same wire format as Claude Code, plus model and turn ids)."""
+    return json.dumps(
+        {
+            "session_id": SESSION,
+            "transcript_path": transcript,
+            "cwd": cwd,
+            "hook_event_name": event,
+            "model": "gpt-5-codex",
+            **extra,
+        }
+    )
+
+
+def run(
+    host: str,
+    event: str,
+    stdin: str,
+    *args: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> tuple[int, str]:
+    capsys.readouterr()
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    code = main(["hook", host, event, *args])
+    return code, capsys.readouterr().out
+
+
+def answer(out: str) -> dict[str, Any]:
+    value = json.loads(out)
+    assert isinstance(value, dict)
+    return value
+
+
+def context_of(out: str, event_name: str) -> str | None:
+    value = answer(out)
+    specific = value.get("hookSpecificOutput")
+    if specific is None:
+        return None
+    assert specific["hookEventName"] == event_name
+    return str(specific["additionalContext"]) or None
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    memory = tmp_path / "memory"
+    (memory / "shop" / "handoff").mkdir(parents=True)
+    return memory
+
+
+# --- pure: the trigger decision -------------------------------------------------------------
+
+
+def test_the_instruction_comes_once_per_crossing() -> None:
+    mark = SessionMark()
+    seen = []
+    for fraction in (0.40, 0.7499, 0.75, 0.80, 0.90, 0.30, 0.76, 0.77, None):
+        decision = decide(fraction, "statusline", mark, 0.75)
+        seen.append((decision.instruct, decision.reason))
+        mark = decision.mark
+    assert seen == [
+        (False, "below_threshold"),
+        (False, "below_threshold"),
+        (True, "crossed"),  # exactly at the threshold
+        (False, "already_told"),
+        (False, "already_told"),
+        (False, "below_threshold"),  # the host compacted: re-armed
+        (True, "crossed"),
+        (False, "already_told"),
+        (False, "usage_unknown"),
+    ]
+    assert SessionMark.from_json(mark.to_json()) == mark
+    assert SessionMark.from_json("garbage") == SessionMark()
+
+
+def claude_line(kind: str, usage: dict[str, int] | None, sidechain: bool = False) -> str:
+    message: dict[str, Any] = {"role": kind, "content": "…"}
+    if usage is not None:
+        message["usage"] = usage
+    return json.dumps({"type": kind, "isSidechain": sidechain, "message": message})
+
+
+def test_claude_code_usage_is_the_last_main_chain_assistant_message() -> None:
+    lines = [
+        '"cut": "the first line of a tail is usually half a record"}',
+        claude_line("assistant", {"input_tokens": 10, "cache_read_input_tokens": 1000}),
+        claude_line(
+            "assistant",
+            {
+                "input_tokens": 6,
+                "cache_creation_input_tokens": 4000,
+                "cache_read_input_tokens": 150000,
+            },
+        ),
+        claude_line("assistant", {"input_tokens": 900}, sidechain=True),  # a subagent's
+        claude_line("assistant", {"input_tokens": 0, "output_tokens": 0}),  # synthetic
+        claude_line("user", None),
+    ]
+    assert host_claude_code.transcript_usage("\n".join(lines)) == pytest.approx(154006 / 200000)
+    assert host_claude_code.transcript_usage("not json\n[]\n") is None
+
+
+def test_codex_usage_is_the_last_token_count_over_its_window() -> None:
+    def count(total: int) -> str:
+        info = {"last_token_usage": {"total_tokens": total}, "model_context_window": 272000}
+        return json.dumps({"type": "event_msg", "payload": {"type": "token_count", "info": info}})
+
+    rollout = "\n".join([count(10000), count(204000), json.dumps({"type": "response_item"})])
+    assert host_codex.transcript_usage(rollout) == pytest.approx(0.75)
+    assert host_codex.transcript_usage(json.dumps({"type": "event_msg", "payload": {}})) is None
+
+
+def test_gemini_usage_is_the_last_recorded_prompt_tokens() -> None:
+    chat = json.dumps(
+        {
+            "sessionId": SESSION,
+            "messages": [
+                {"type": "user", "content": "hi"},
+                {"type": "gemini", "tokens": {"input": 1000, "output": 5, "total": 1005}},
+                {"type": "gemini", "tokens": {"input": 838861, "output": 9, "total": 838870}},
+            ],
+        },
+        indent=2,
+    )
+    assert host_gemini.transcript_usage(chat) == pytest.approx(0.8, abs=1e-6)
+    assert host_gemini.transcript_usage("{}") is None
+
+
+# --- pure: answers and routing --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("host", "event", "expected"),
+    [
+        ("claude-code", "session-start", {}),
+        ("claude-code", "prompt-submit", {}),
+        (
+            "codex",
+            "session-start",
+            {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": ""}},
+        ),
+        (
+            "codex",
+            "prompt-submit",
+            {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": ""}},
+        ),
+        ("gemini", "session-start", {}),
+        ("gemini", "before-agent", {}),
+        ("gemini", "pre-compress", {}),
+    ],
+)
+def test_an_empty_answer_is_valid_for_each_host(host: str, event: str, expected: Any) -> None:
+    import importlib
+
+    events = importlib.import_module(HOSTS[host].module).EVENTS
+    assert json.loads(events[event].on_error(None)) == expected
+
+
+def test_setup_problems_go_to_the_person_and_hand_off_text_to_the_model(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kw = {"monkeypatch": monkeypatch, "capsys": capsys}
+    stdin = codex_input("SessionStart", str(tmp_path / "nowhere"), source="startup")
+    code, out = run("claude-code", "session-start", stdin, "--root", str(root), **kw)
+    assert "hookSpecificOutput" not in answer(out)
+    assert answer(out)["systemMessage"].startswith("carryd: no workspace 'nowhere'")
+    # A carry that cannot be inlined is the model's business: it can read the path.
+    from carryd.daemon.hook_events import PERSON_REASONS
+
+    assert PERSON_REASONS == {"bad_input", "config_error", "unknown_workspace", "error"}
+
+
+def test_workspace_candidates_walk_up_to_the_git_top_level_only() -> None:
+    cwd = PurePath("/home/me/src/shop/backend/api")
+    top = PurePath("/home/me/src/shop")
+    assert workspace_candidates("api", cwd, top) == ("api", "backend", "shop")
+    assert workspace_candidates("webshop", cwd, top)[0] == "webshop"  # the config's map first
+    assert workspace_candidates("api", cwd, None) == ("api",)  # no work tree: no guessing
+
+
+# --- the write-side trigger through the command line ------------------------------------------
+
+
+def test_claude_code_instructs_once_when_the_status_line_crosses_the_threshold(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cwd = str(root / "shop")
+    at = ("--root", str(root))
+    kw = {"monkeypatch": monkeypatch, "capsys": capsys}
+    said = []
+    for percent in (40, 74.9, 75, 88, 20, 81):
+        code, line = run("claude-code", "statusline", claude_status(cwd, percent), *at, **kw)
+        assert code == 0 and line.count("\n") == 1
+        code, out = run("claude-code", "prompt-submit", claude_prompt(cwd), *at, **kw)
+        assert code == 0
+        said.append(context_of(out, "UserPromptSubmit"))
+    assert [text is not None for text in said] == [False, False, True, False, False, True]
+    text = said[2] or ""
+    assert text.startswith("carryd: this conversation's context is at 75%")
+    assert str(root / "shop" / "handoff" / "LEDGER.md") in text
+    assert str(root / "shop" / "PLAN.md") in text
+    assert all(section in text for section in LEDGER_SECTIONS)
+    assert "newest items last" in text and "reason it failed" in text and "/clear" in text
+    assert len(text) < 800
+    # The state is carryd's own: owner-only, under the root's state folder.
+    state = root / ".carryd"
+    files = [state, state / "sessions", *(state / "sessions").iterdir()]
+    assert len(files) > 2 and all(f.stat().st_mode & 0o077 == 0 for f in files)
+
+
+def test_without_a_status_line_the_transcript_tells_the_usage(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    usage = {"input_tokens": 5, "cache_read_input_tokens": 159000}
+    transcript.write_text(claude_line("assistant", usage) + "\n", encoding="utf-8")
+    stdin = claude_prompt(str(root / "shop"), str(transcript))
+    kw = {"monkeypatch": monkeypatch, "capsys": capsys}
+    code, out = run("claude-code", "prompt-submit", stdin, "--root", str(root), **kw)
+    assert "context is at 79%" in (context_of(out, "UserPromptSubmit") or "")
+    code, out = run("claude-code", "prompt-submit", stdin, "--root", str(root), **kw)
+    assert answer(out) == {}  # once
+
+
+def test_gemini_before_agent_reads_its_chat_file(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat = tmp_path / "session-2026-11-30.json"
+    kw = {"monkeypatch": monkeypatch, "capsys": capsys}
+    stdin = gemini_input("BeforeAgent", str(root / "shop"), str(chat), prompt="go on")
+    chat.write_text(json.dumps({"messages": [{"tokens": {"input": 100000}}]}), encoding="utf-8")
+    code, out = run("gemini", "before-agent", stdin, "--root", str(root), **kw)
+    assert (code, answer(out)) == (0, {})
+    chat.write_text(json.dumps({"messages": [{"tokens": {"input": 900000}}]}), encoding="utf-8")
+    code, out = run("gemini", "before-agent", stdin, "--root", str(root), **kw)
+    assert "Before you go on, write the hand-off" in (context_of(out, "BeforeAgent") or "")
+
+
+def test_codex_prompt_submit_reads_its_rollout_and_always_names_the_event(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rollout = tmp_path / "rollout.jsonl"
+    info = {"last_token_usage": {"total_tokens": 230000}, "model_context_window": 272000}
+    event = {"type": "event_msg", "payload": {"type": "token_count", "info": info}}
+    rollout.write_text(json.dumps(event) + "\n", encoding="utf-8")
+    stdin = codex_input("UserPromptSubmit", str(root / "shop"), str(rollout), prompt="next")
+    kw = {"monkeypatch": monkeypatch, "capsys": capsys}
+    code, out = run("codex", "prompt-submit", stdin, "--root", str(root), **kw)
+    assert "/clear (or /new)" in (context_of(out, "UserPromptSubmit") or "")
+    code, out = run("codex", "prompt-submit", stdin, "--root", str(root), **kw)
+    assert answer(out) == {
+        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": ""}
+    }
+
+
+# --- quiet failures -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("host", "event", "name"),
+    [
+        ("claude-code", "prompt-submit", "UserPromptSubmit"),
+        ("claude-code", "session-start", "SessionStart"),
+        ("codex", "session-start", "SessionStart"),
+        ("codex", "prompt-submit", "UserPromptSubmit"),
+        ("gemini", "session-start", "SessionStart"),
+        ("gemini", "before-agent", "BeforeAgent"),
+    ],
+)
+def test_an_unmapped_project_is_told_to_the_person_once_and_never_to_the_model(
+    host: str,
+    event: str,
+    name: str,
+    root: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    stdin = codex_input(name, str(tmp_path / "src" / "elsewhere"), source="startup")
+    kw = {"monkeypatch": monkeypatch, "capsys": capsys}
+    code, first = run(host, event, stdin, "--root", str(root), **kw)
+    code2, second = run(host, event, stdin, "--root", str(root), **kw)
+    assert code == code2 == 0
+    assert context_of(first, name) is None and context_of(second, name) is None
+    assert "no workspace" in answer(first)["systemMessage"]
+    assert "systemMessage" not in answer(second)  # told once
+
+
+@pytest.mark.parametrize(
+    "stdin", ["", "not json", "[]", '{"cwd": 7}'], ids=["empty", "garbage", "array", "bad-cwd"]
+)
+@pytest.mark.parametrize("host_event", ["claude-code prompt-submit", "gemini before-agent"])
+def test_unreadable_input_adds_nothing_for_the_model(
+    stdin: str,
+    host_event: str,
+    root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    host, event = host_event.split()
+    code, out = run(host, event, stdin, "--root", str(root), monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 0
+    assert set(answer(out)) <= {"systemMessage"}
+    assert answer(out).get("systemMessage", "carryd").startswith("carryd")
+
+
+def test_no_root_and_a_broken_config_are_quiet_for_the_model(
+    tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kw = {"monkeypatch": monkeypatch, "capsys": capsys}
+    stdin = claude_prompt(str(root / "shop"))
+    code, out = run("claude-code", "prompt-submit", stdin, **kw)
+    assert code == 0 and "no memory root" in answer(out)["systemMessage"]
+    assert "hookSpecificOutput" not in answer(out)
+    config = tmp_path / "broken.toml"
+    config.write_text("root = [", encoding="utf-8")
+    code, out = run("codex", "session-start", stdin, "--config", str(config), **kw)
+    assert code == 0 and context_of(out, "SessionStart") is None
+    assert "config error" in answer(out)["systemMessage"]
+
+
+def test_the_bypass_answers_validly_for_codex(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CARRYD_HOOKS_OFF", "1")
+    stdin = codex_input("SessionStart", str(root / "shop"), source="startup")
+    code, out = run(
+        "codex", "session-start", stdin, "--root", str(root), monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert answer(out) == {
+        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": ""}
+    }
+
+
+def test_a_host_without_that_event_still_answers_with_exit_0(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hook wired to an event its host lacks must not fail the host either (exit 2 from a
+    UserPromptSubmit hook would block the person's prompt)."""
+    code, out = run("gemini", "statusline", "{}", monkeypatch=monkeypatch, capsys=capsys)
+    assert (code, out) == (0, "\n")
+
+
+# --- workspace resolution -------------------------------------------------------------------
+
+
+def test_a_subfolder_of_a_git_work_tree_finds_its_workspace(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "src" / "shop"
+    (project / ".git").mkdir(parents=True)
+    deep = project / "backend" / "api"
+    deep.mkdir(parents=True)
+    kw = {"monkeypatch": monkeypatch, "capsys": capsys}
+    code, line = run(
+        "claude-code", "statusline", claude_status(str(deep), 80), "--root", str(root), **kw
+    )
+    assert "(shop)" in line and "no workspace" not in line
+    code, out = run(
+        "claude-code", "prompt-submit", claude_prompt(str(deep)), "--root", str(root), **kw
+    )
+    assert str(root / "shop" / "handoff" / "LEDGER.md") in (
+        context_of(out, "UserPromptSubmit") or ""
+    )
+
+
+def test_a_subfolder_of_a_mapped_project_uses_the_mapping(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "code" / "checkout-service"
+    (project / "src" / "refunds").mkdir(parents=True)
+    config = tmp_path / "config.toml"
+    config.write_text(f'root = "{root}"\n[workspaces]\n"{project}" = "shop"\n', encoding="utf-8")
+    stdin = claude_status(str(project / "src" / "refunds"), 10)
+    code, line = run(
+        "claude-code", "statusline", stdin, "--config", str(config), monkeypatch=monkeypatch,
+        capsys=capsys,
+    )  # fmt: skip
+    assert "(shop)" in line
+
+
+# --- the status line wraps the user's ---------------------------------------------------------
+
+
+def test_the_users_status_line_comes_first(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "my status.sh"
+    script.write_text('#!/bin/sh\ninput=$(cat)\necho "mine ${#input}"\n', encoding="utf-8")
+    script.chmod(0o755)
+    stdin = claude_status(str(root / "shop"), 42)
+    wrap = f"--wrap={shlex.quote(str(script))}"
+    code, line = run(
+        "claude-code", "statusline", stdin, "--root", str(root), wrap,
+        monkeypatch=monkeypatch, capsys=capsys,
+    )  # fmt: skip
+    assert code == 0
+    mine, ours = line.rstrip("\n").split(" | ", 1)
+    assert mine == f"mine {len(stdin)}"  # their command got the same input
+    assert ours.startswith("[Opus] ctx 42%")
+    monkeypatch.setenv("CARRYD_HOOKS_OFF", "1")
+    code, line = run(
+        "claude-code", "statusline", stdin, "--root", str(root), wrap,
+        monkeypatch=monkeypatch, capsys=capsys,
+    )  # fmt: skip
+    assert line == f"mine {len(stdin)}\n"  # bypassed: theirs alone
+
+
+def test_the_set_up_status_line_command_runs_the_users_as_it_was(
+    root: Path, tmp_path: Path
+) -> None:
+    import subprocess
+
+    from carryd.daemon.setup_hosts import Invocation, plan_setup
+
+    script = tmp_path / "status with space.sh"
+    script.write_text("#!/bin/sh\necho theirs\n", encoding="utf-8")
+    script.chmod(0o755)
+    settings = json.dumps({"statusLine": {"type": "command", "command": shlex.quote(str(script))}})
+    carryd = (sys.executable, "-m", "carryd.daemon.cli")
+    data = json.loads(plan_setup("claude-code", settings, Invocation(carryd, str(root))).text or "")
+    done = subprocess.run(
+        data["statusLine"]["command"],
+        shell=True,
+        input=claude_status(str(root / "shop"), 76).encode(),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    line = done.stdout.decode()
+    assert line.startswith("theirs | [Opus] ctx 76% >= 75%"), (line, done.stderr)
+
+
+# --- Gemini CLI: SessionStart injects the carry, PreCompress tells the person ---------------------
+
+
+@pytest.mark.parametrize(
+    ("host", "sources"),
+    [
+        ("gemini", ("startup", "resume", "clear")),
+        ("codex", ("startup", "resume", "clear")),
+        ("claude-code", ("startup", "resume", "clear", "compact")),
+    ],
+)
+def test_session_start_injects_the_carry_for_every_host_and_source(
+    host: str,
+    sources: tuple[str, ...],
+    root: Path,
+    use_model: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (root / "shop" / "handoff" / "LEDGER.md").write_text(
+        "# Ledger\n\n## Goal\n\nRefunds in the original currency.\n\n"
+        "## Tried approaches and failure reasons\n\n- Rounding in the webhook: failed, "
+        "off by one cent on JPY.\n",
+        encoding="utf-8",
+    )
+    assert main(["carry", "--root", str(root)]) == 0
+    for source in sources:
+        stdin = gemini_input("SessionStart", str(root / "shop"), source=source)
+        code, out = run(
+            host, "session-start", stdin, "--root", str(root), monkeypatch=monkeypatch,
+            capsys=capsys,
+        )  # fmt: skip
+        context = context_of(out, "SessionStart") or ""
+        assert code == 0 and "off by one cent on JPY" in context
+        assert context.endswith(f"Full carry: {root / '.carryd' / 'carry' / 'shop.md'}")
+        assert "systemMessage" not in answer(out)
+
+
+def test_gemini_pre_compress_tells_the_person(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stdin = gemini_input("PreCompress", str(root / "shop"), trigger="auto")
+    code, out = run(
+        "gemini", "pre-compress", stdin, "--root", str(root), monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert code == 0 and set(answer(out)) == {"systemMessage"}
+    assert "/clear" in answer(out)["systemMessage"]
+
+
+def test_a_session_key_is_a_safe_file_name_for_any_id() -> None:
+    from carryd.daemon.hook_state import session_key
+
+    assert session_key({"session_id": SESSION}) == SESSION
+    odd = session_key({"session_id": "../../etc/passwd"}) or ""
+    assert "/" not in odd and odd != session_key({"session_id": "../../etc/passwd2"})
+    by_transcript = session_key({"transcript_path": "/home/me/.gemini/tmp/x/chat.json"})
+    assert by_transcript and "/" not in by_transcript
+    assert session_key({}) is None and session_key({"session_id": 7}) is None
+
+
+@pytest.mark.parametrize(
+    "event_stdin",
+    ["statusline", "prompt-submit"],
+)
+def test_the_per_message_hooks_stay_light(event_stdin: str, root: Path) -> None:
+    """The status line and the prompt hook run after every message: they must not load the
+    Markdown parser, the model, SQLite or package metadata (each costs tens of ms)."""
+    import subprocess
+
+    cwd = str(root / "shop")
+    stdin = claude_status(cwd, 80) if event_stdin == "statusline" else claude_prompt(cwd)
+    probe = (
+        "import io, sys\n"
+        "from carryd.daemon.cli import main\n"
+        f"sys.stdin = io.StringIO({stdin!r})\n"
+        f"main(['hook', 'claude-code', {event_stdin!r}, '--root', {str(root)!r}])\n"
+        "heavy = {'markdown_it', 'fastembed', 'onnxruntime', 'sqlite3', 'importlib.metadata',\n"
+        "         'numpy', 'watchdog', 'apscheduler'}\n"
+        "if sys.platform.startswith('linux'):\n"
+        "    heavy.add('platformdirs')\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("xdg", [None, "", "  ", "/srv/cfg"])
+def test_the_default_config_file_is_where_platformdirs_puts_it(
+    xdg: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hooks find the config without importing platformdirs; the place must not move."""
+    import platformdirs
+
+    from carryd.daemon.config import default_config_file
+
+    if xdg is None:
+        monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_CONFIG_HOME", xdg)
+    expected = Path(platformdirs.user_config_dir("carryd")) / "config.toml"
+    assert default_config_file() == expected
+
+
+def test_notes_is_never_a_workspace_not_even_inside_a_git_work_tree(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 9's one predicate holds through the git lookup: `notes/` is root-level memory, so
+    a session there is told (once) to map its project, and no carry is planned for it."""
+    (root / "notes").mkdir()
+    (root / ".git").mkdir()  # the root itself is a git work tree: its name is no workspace
+    kw = {"monkeypatch": monkeypatch, "capsys": capsys}
+    stdin = claude_prompt(str(root / "notes"))
+    code, out = run("claude-code", "session-start", stdin, "--root", str(root), **kw)
+    assert code == 0 and context_of(out, "SessionStart") is None
+    assert "no workspace 'notes'" in answer(out)["systemMessage"]
+    code, line = run(
+        "claude-code", "statusline", claude_status(str(root / "notes"), 80), "--root", str(root),
+        **kw,
+    )  # fmt: skip
+    assert "no workspace 'notes'" in line

@@ -1,0 +1,166 @@
+"""`carryd mcp` end to end: the official MCP SDK's own client talks to the server over real
+stdio (a subprocess), lists the four tools and calls each; answers are redacted; with a
+daemon running the server answers through it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from carryd.daemon.cli import main
+
+mcp = pytest.importorskip("mcp", reason="the test extras include the MCP SDK")
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+LEDGER = """# Handoff ledger
+
+## Task status
+- refunds: the currency fix is half done
+
+## Goal
+- refund in the original currency of the order
+
+## Tried approaches and failure reasons
+- rounding in the webhook handler: failed, JPY refunds off by one yen
+
+## Progress and next steps
+- move the conversion into RefundService
+"""
+NOTES = f"""# Stripe sandbox
+
+The sandbox deploy uses the access key {AWS_KEY} from the team vault.
+Refund webhooks retry three times with exponential backoff.
+"""
+
+
+@pytest.fixture
+def root(tmp_path: Path, use_model: Path) -> Path:
+    memory = tmp_path / "memory"
+    (memory / "shop" / "handoff").mkdir(parents=True)
+    (memory / "shop" / "handoff" / "LEDGER.md").write_text(LEDGER, encoding="utf-8")
+    (memory / "shop" / "stripe.md").write_text(NOTES, encoding="utf-8")
+    (memory / "MEMORY.md").write_text("# Defaults\n\nPrefer small commits.\n", encoding="utf-8")
+    assert main(["index", "--root", str(memory)]) == 0
+    return memory
+
+
+def call_tools(
+    root: Path, calls: list[tuple[str, dict[str, Any]]], env: dict[str, str] | None = None
+) -> tuple[list[str], list[Any]]:
+    """Start `carryd mcp` as the SDK's stdio client would; return the tool names and each
+    call's result (the parsed JSON answer, or ("error", text) for a tool error)."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "carryd.daemon.cli", "mcp", "--root", str(root)],
+        env=dict(os.environ, **(env or {})),
+        cwd=str(root / "shop"),
+    )
+
+    async def session() -> tuple[list[str], list[Any]]:
+        async with stdio_client(parameters) as (read, write):
+            async with ClientSession(read, write) as client:
+                await client.initialize()
+                tools = sorted(tool.name for tool in (await client.list_tools()).tools)
+                results = []
+                for name, arguments in calls:
+                    result = await client.call_tool(name, arguments)
+                    text = "".join(getattr(part, "text", "") for part in result.content)
+                    # mcp 2 names it `is_error`, mcp 1 `isError`.
+                    failed = getattr(result, "is_error", getattr(result, "isError", False))
+                    results.append(("error", text) if failed else json.loads(text))
+                return tools, results
+
+    return asyncio.run(asyncio.wait_for(session(), timeout=240))
+
+
+def test_the_sdk_client_lists_and_calls_every_tool(root: Path) -> None:
+    tools, (found, carry, status) = call_tools(
+        root,
+        [
+            ("recall", {"query": "sandbox access key stripe", "min_confidence": 0}),
+            ("carry", {}),  # the server runs in the shop folder: its workspace
+            ("status", {}),
+        ],
+    )
+    assert tools == ["carry", "expand", "recall", "status"]
+    assert found["hits"] and found["hits"][0]["path"] == "shop/stripe.md"
+    assert carry["workspace"] == "shop" and carry["state"] in ("fresh", "fallback")
+    assert "JPY refunds off by one yen" in carry["text"]
+    assert Path(carry["path"]) == root / ".carryd" / "carry" / "shop.md"
+    assert status["root"] == str(root) or str(root) in json.dumps(status)
+
+    (expanded,) = call_tools(root, [("expand", {"ids": [found["hits"][0]["id"]]})])[1]
+    (entry,) = expanded["entries"]
+    assert "exponential backoff" in entry["text"]
+    assert AWS_KEY not in json.dumps(found) + json.dumps(expanded)  # redacted (I3)
+
+
+def test_bad_calls_are_tool_errors_not_a_dead_server(root: Path) -> None:
+    _, results = call_tools(
+        root,
+        [
+            ("recall", {"query": "   "}),
+            ("carry", {"workspace": "nope"}),
+            ("expand", {"ids": ["mem_00000000000000000000000000000000"]}),
+            ("recall", {"query": "refund currency", "min_confidence": 0}),
+        ],
+    )
+    assert results[0][0] == "error" and "empty" in results[0][1]
+    assert results[1][0] == "error" and "no workspace 'nope'" in results[1][1]
+    assert results[2]["missing"][0]["reason"] == "unknown"
+    assert results[3]["hits"]  # the server still answers
+
+
+def test_with_a_daemon_running_the_server_answers_through_it(root: Path, tmp_path: Path) -> None:
+    """The daemon has the real model; the MCP server's own model path is broken, so only an
+    answer that came through the daemon can be undegraded."""
+    log = (tmp_path / "daemon.log").open("wb")
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "carryd.daemon.cli", "run", "--root", str(root)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        socket = root / ".carryd" / "carryd.sock"
+        deadline = time.monotonic() + 120
+        while not socket.exists():
+            assert time.monotonic() < deadline, "daemon not ready"
+            assert daemon.poll() is None, (tmp_path / "daemon.log").read_text()
+            time.sleep(0.2)
+        broken = {"CARRYD_MODEL_PATH": str(tmp_path / "no-model-here")}
+        query = ("recall", {"query": "refund webhook retries", "min_confidence": 0})
+        _, (answer,) = call_tools(root, [query], env=broken)
+        assert answer["degraded"] is None and answer["hits"]
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=60)
+        log.close()
+    _, (alone,) = call_tools(root, [query], env=broken)
+    assert alone["degraded"]  # in-process, with the broken model path: lexical only
+
+
+def test_without_the_sdk_the_command_says_how_to_get_it(root: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "block"
+    blocker.mkdir()
+    (blocker / "mcp.py").write_text("raise ImportError('no mcp here')\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "carryd.daemon.cli", "mcp", "--root", str(root)],
+        env=dict(os.environ, PYTHONPATH=str(blocker)),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and "carryd[mcp]" in done.stderr

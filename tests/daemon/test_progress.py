@@ -1,0 +1,130 @@
+"""Progress on long work (issue 11, "the first hour"): a cold `carryd index` shows a bar on a
+terminal, plain lines when stderr is a log or a pipe, and nothing with --json."""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import json
+import os
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+import pytest
+from carryd.daemon.progress import LINE_EVERY, Progress, progress_mode
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_plain_lines_at_the_start_every_few_seconds_and_at_the_end() -> None:
+    stream, clock = io.StringIO(), Clock()
+    progress = Progress("embedding", mode="lines", stream=stream, clock=clock)
+    progress(0, 6000)
+    for done in range(100, 6000, 100):
+        clock.now += LINE_EVERY / 4
+        progress(done, 6000)
+    progress(6000, 6000)
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "carryd: embedding: 0/6000 entries (0%)"
+    assert lines[-1] == "carryd: embedding: 6000/6000 entries (100%)"
+    assert 10 <= len(lines) <= 20  # about one line per LINE_EVERY seconds, not one per call
+    assert "\r" not in stream.getvalue()
+
+
+def test_a_bar_on_a_terminal_and_nothing_when_off_or_idle() -> None:
+    stream = io.StringIO()
+    with Progress("embedding", mode="bar", stream=stream) as progress:
+        progress(0, 60)
+        progress(60, 60)
+    assert "60/60" in stream.getvalue() and "100%" in stream.getvalue()
+    quiet = io.StringIO()
+    with Progress("embedding", mode="off", stream=quiet) as progress:
+        progress(0, 60)
+        progress(60, 60)
+    with Progress("embedding", mode="lines", stream=quiet) as progress:
+        progress(0, 0)  # nothing to embed: nothing to show
+    assert quiet.getvalue() == ""
+
+
+def test_the_mode_follows_the_stream_and_json() -> None:
+    assert progress_mode(as_json=False, stream=io.StringIO()) == "lines"
+    assert progress_mode(as_json=True, stream=sys.__stderr__) == "off"
+
+
+def write_root(root: Path, entries: int) -> Path:
+    (root / "proj").mkdir(parents=True)
+    text = "\n".join(f"# Note {n}\nThe {n}th fact about queue q{n % 7}.\n" for n in range(entries))
+    (root / "proj" / "notes.md").write_text(text, encoding="utf-8")
+    return root
+
+
+def index_command(root: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "carryd.daemon.cli", "index", "--root", str(root), *extra]
+
+
+def test_cold_index_prints_plain_progress_lines_when_stderr_is_not_a_terminal(
+    tmp_path: Path, use_model: Path
+) -> None:
+    root = write_root(tmp_path / "root", 60)
+    result = subprocess.run(index_command(root), capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "carryd: embedding: 0/60 entries (0%)" in result.stderr
+    assert "carryd: embedding: 60/60 entries (100%)" in result.stderr
+    assert "\r" not in result.stderr
+
+
+def test_cold_index_with_json_prints_no_progress(tmp_path: Path, use_model: Path) -> None:
+    root = write_root(tmp_path / "root", 60)
+    result = subprocess.run(
+        index_command(root, "--json"), capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["embedded"] == 60
+    assert result.stderr == ""
+
+
+def test_cold_index_shows_a_bar_on_a_terminal(tmp_path: Path, use_model: Path) -> None:
+    root = write_root(tmp_path / "root", 60)
+    controller, terminal = os.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
+    try:
+        process = subprocess.Popen(index_command(root), stdout=subprocess.PIPE, stderr=terminal)
+        os.close(terminal)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+        assert process.wait(300) == 0
+        assert process.stdout is not None
+        assert b"embedded 60" in process.stdout.read()
+    finally:
+        os.close(controller)
+    text = seen.decode("utf-8", "replace")
+    assert "carryd: embedding" in text and "60/60" in text and "\r" in text  # a redrawn bar
+    assert "0/60 entries (0%)\n" not in text.replace("\r\n", "\n")  # not the plain lines
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_mode_of_a_real_terminal(as_json: bool) -> None:
+    controller, terminal = os.openpty()
+    try:
+        with os.fdopen(os.dup(terminal), "w") as stream:
+            expected = "off" if as_json else "bar"
+            assert progress_mode(as_json=as_json, stream=stream) == expected
+    finally:
+        os.close(controller)
+        os.close(terminal)
