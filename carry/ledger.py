@@ -338,33 +338,66 @@ def _title_indices(blocks: Sequence[Block], table: dict[str, KnownKind]) -> list
 
 
 def parse_ledger(text: str, *, names: SectionNames = SectionNames()) -> Ledger:  # noqa: B008
-    """Given a ledger's text, return its current title, sections, items and warnings."""
-    lines = source_lines(text)
+    """Given a ledger's text, return its current title, sections, items and warnings.
+
+    The steps: find the current title (the last one), collect the blocks after it into
+    sections and items, build the sections, and name the headings the table does not know.
+    """
     blocks = markdown_blocks(text)
     table = _section_table(names)
-    warnings: list[str] = []
-
     titles = _title_indices(blocks, table)
-    title: str | None = None
-    title_line: int | None = None
-    first_block = 0
-    if titles:
-        last = blocks[titles[-1]]
-        title, title_line, first_block = last.heading_text.strip(), last.line_start, titles[-1] + 1
-        if len(titles) > 1:
-            warnings.append(
-                f"{len(titles)} ledger titles (lines "
-                + ", ".join(str(blocks[index].line_start) for index in titles)
-                + f"); using the last one, line {last.line_start}"
-            )
+    title_warnings = _titles_warning(blocks, titles)
+    first_block = titles[-1] + 1 if titles else 0
+    drafts, section_warnings = _collect_sections(blocks[first_block:], source_lines(text), table)
+    built = _built_sections(drafts)
+    unrecognised = tuple(
+        heading_text(section.heading)
+        for section in built
+        if section.kind == "other" and section.heading
+    )
+    warnings = [*title_warnings, *section_warnings]
+    if unrecognised:
+        warnings.append(
+            "sections the ledger's table does not know, carried at the lowest weight: "
+            + ", ".join(repr(name) for name in unrecognised)
+        )
+    last = blocks[titles[-1]] if titles else None
+    return Ledger(
+        title=last.heading_text.strip() if last is not None else None,
+        title_line=last.line_start if last is not None else None,
+        sections=built,
+        duplicate_titles=max(0, len(titles) - 1),
+        warnings=tuple(warnings),
+        unrecognised=unrecognised,
+    )
+
+
+def _titles_warning(blocks: Sequence[Block], titles: Sequence[int]) -> tuple[str, ...]:
+    """Given the blocks and the title indices, return the warning for duplicate titles."""
+    if len(titles) <= 1:
+        return ()
+    last = blocks[titles[-1]]
+    return (
+        f"{len(titles)} ledger titles (lines "
+        + ", ".join(str(blocks[index].line_start) for index in titles)
+        + f"); using the last one, line {last.line_start}",
+    )
+
+
+def _collect_sections(
+    blocks: Sequence[Block], lines: Sequence[str], table: dict[str, KnownKind]
+) -> tuple[list[_Draft], list[str]]:
+    """Given the blocks after the current title, return the sections they form (document
+    order, items collected) and the warnings for sections that appear twice."""
 
     def snippet(start: int, end: int) -> str:
         return "\n".join(lines[start - 1 : end])
 
+    warnings: list[str] = []
     drafts: list[_Draft] = []  # document order
     known: dict[SectionKind, _Draft] = {}
     current: _Draft | None = None
-    for block in blocks[first_block:]:
+    for block in blocks:
         if block.kind == "heading":
             kind = _match_section(block.heading_text, table)
             if kind is not None:
@@ -397,8 +430,12 @@ def parse_ledger(text: str, *, names: SectionNames = SectionNames()) -> Ledger: 
                 raw, item_kind(raw), block.line_start, block.line_end, None, _ITEM_BLOCK[block.kind]
             )
         )
+    return drafts, warnings
 
-    built = tuple(
+
+def _built_sections(drafts: Sequence[_Draft]) -> tuple[LedgerSection, ...]:
+    """Given the collected sections, return them frozen (an empty headless one is dropped)."""
+    return tuple(
         LedgerSection(
             draft.kind,
             draft.heading,
@@ -409,24 +446,6 @@ def parse_ledger(text: str, *, names: SectionNames = SectionNames()) -> Ledger: 
         )
         for draft in drafts
         if draft.kind != "other" or draft.items or draft.heading
-    )
-    unrecognised = tuple(
-        heading_text(section.heading)
-        for section in built
-        if section.kind == "other" and section.heading
-    )
-    if unrecognised:
-        warnings.append(
-            "sections the ledger's table does not know, carried at the lowest weight: "
-            + ", ".join(repr(name) for name in unrecognised)
-        )
-    return Ledger(
-        title=title,
-        title_line=title_line,
-        sections=built,
-        duplicate_titles=max(0, len(titles) - 1),
-        warnings=tuple(warnings),
-        unrecognised=unrecognised,
     )
 
 
