@@ -25,8 +25,8 @@ Parsing rules, all deterministic and none of them raising:
   and nested sub-items, a paragraph, a fenced block, a table, a quote. Pure HTML comments and
   thematic breaks are skipped.
 - An item's kind comes from EXPLICIT markers in its text only, never from the section it sits
-  in: the earliest marker wins (see `item_kind`). Without a marker the kind is "plain", so a
-  success written under 已试方案与失败原因 stays a success.
+  in: the earliest marker wins (see `item_kinds.item_kind`). Without a marker the kind is
+  "plain", so a success written under 已试方案与失败原因 stays a success.
 - A known section that appears twice gets the later items appended to the first, with a
   warning.
 """
@@ -40,6 +40,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Literal
 
+# Re-exported: an item's kind comes from its markers, whose home is `carryd.carry.item_kinds`.
+from carryd.carry.item_kinds import ItemKind as ItemKind
+from carryd.carry.item_kinds import item_kind as item_kind
+
 # Re-exported: the section table's home is `carryd.carry.sections` (light to import).
 from carryd.carry.sections import SECTION_ORDER as SECTION_ORDER
 from carryd.carry.sections import SECTION_TABLE as SECTION_TABLE
@@ -51,7 +55,6 @@ if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
 SectionKind = Literal["status", "goal", "tried", "next", "other"]
-ItemKind = Literal["success", "failure", "todo", "done", "meta", "status", "goal", "plain"]
 BlockKind = Literal["list", "paragraph", "heading", "other"]
 
 # Sections under a heading of the ledger's own get the lowest weight of all: no share of
@@ -291,87 +294,6 @@ def _title_skeleton(text: str) -> str:
     return _TITLE_NOISE.sub("", normalize_heading(text))
 
 
-# Kind markers. The leftmost marker that stands in a marker context wins; at one position the
-# earlier alternative wins, so "不成功" (failure) beats the "成功" inside it. Contexts:
-# - "any": symbols, checkboxes, negations and tags are explicit wherever they are;
-# - "cjk": a Chinese word counts unless another ideograph follows it ("失败原因", "成功率" and
-#   "修复失败的测试" are not markers; "失败。", "成功，" and "失败了" are);
-# - "word": an English word counts at the start of the item, after a separator (— – - : → > (
-#   [ , ;) or before punctuation or the end of a line ("— failed.", "Fixed: …", "it works."),
-#   not inside a phrase ("the tried/failed section", "fixed-size").
-MarkerContext = Literal["any", "cjk", "word"]
-_EN = r"(?<![\w/-])"
-_EN_END = r"(?![\w/-])"
-_MARKER_PATTERNS: tuple[tuple[ItemKind, MarkerContext, str], ...] = (
-    ("failure", "any", r"不成功|未成功|没有?成功|未解决|没有?解决|未修复|没修好"),
-    (
-        "failure",
-        "any",
-        rf"(?i:{_EN}(?:not\s+(?:yet\s+)?(?:fixed|solved|working)|unsolved|unfixed"
-        rf"|(?:does\s*n[o']?t|did\s*n[o']?t|won'?t|can'?t)\s+work){_EN_END})",
-    ),
-    ("todo", "any", r"未完成|\[\s\]|☐"),
-    ("success", "any", r"\[[xX]\]|✅|✔|☑|✓"),
-    ("failure", "any", r"❌|✘|✗|✖"),
-    ("success", "cjk", r"成功|已解决|解决了|已修复|修复了"),
-    ("failure", "cjk", r"失败"),
-    ("success", "word", rf"(?i:{_EN}(?:solved|fixed|works|worked|resolved){_EN_END})"),
-    ("failure", "word", rf"(?i:{_EN}(?:failed|fails|failure|broken){_EN_END})"),
-    ("todo", "any", rf"{_EN}TODO{_EN_END}|(?i:{_EN}todo\s*[:：])"),
-    ("todo", "cjk", r"待办"),
-    ("done", "any", rf"{_EN}DONE{_EN_END}|(?i:{_EN}done\s*[:：])"),
-    ("done", "cjk", r"已完成|完成了"),
-    ("done", "word", rf"(?i:{_EN}completed{_EN_END})"),
-    ("meta", "any", r"(?i:\[meta\]|(?<![\w-])meta\s*[:：])"),
-    ("meta", "cjk", r"元指令"),
-)
-_MARKERS = re.compile(
-    "|".join(f"(?P<k{index}>{pattern})" for index, (_, _, pattern) in enumerate(_MARKER_PATTERNS))
-)
-_IDEOGRAPH = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_ITEM_START = re.compile(
-    r"^\s*(?:[-*+]|\d+[.)])?\s*(?:\[[ xX]\])?[\s*_`]*(?:[✅✔☑✓❌✘✗✖☐]\ufe0f?[\s*_`]*)*$"
-)
-_WORD_BEFORE = "—–-:：→>(（[【,，;；=|"
-_WORD_AFTER = ".!?;:：,，)）]】。！？；\n"
-
-
-def _in_context(text: str, start: int, end: int, context: MarkerContext) -> bool:
-    if context == "any":
-        return True
-    if context == "cjk":
-        following = text[end : end + 1]
-        return not following or following == "了" or not _IDEOGRAPH.match(following)
-    line_start = text.rfind("\n", 0, start) + 1
-    before = text[line_start:start].rstrip(" \t*_`")
-    after = text[end:].lstrip(" \t*_`")
-    return (
-        not before
-        or _ITEM_START.match(text[line_start:start]) is not None
-        or before[-1] in _WORD_BEFORE
-        or not after
-        or after[0] in _WORD_AFTER
-    )
-
-
-def item_kind(text: str) -> ItemKind:
-    """Given an item's text, return its kind from explicit markers only ("plain" without one).
-
-    success: ✅ ✔ ☑ ✓ [x] 成功 已解决 解决了 已修复 修复了 solved fixed works resolved;
-    failure: ❌ ✘ ✗ ✖ 失败 failed fails failure broken, and negations (不成功 未解决 not fixed
-    doesn't work …); todo: [ ] ☐ TODO "todo:" 待办 未完成; done: 已完成 完成了 DONE "done:"
-    completed; meta: 元指令 "meta:" [meta]. The leftmost marker in a marker context decides
-    (see the comment above `_MARKER_PATTERNS`).
-    """
-    for match in _MARKERS.finditer(text):
-        if match.lastgroup is None:
-            continue
-        kind, context, _ = _MARKER_PATTERNS[int(match.lastgroup[1:])]
-        if _in_context(text, match.start(), match.end(), context):
-            return kind
-    return "plain"
-
-
 _ITEM_BLOCK: dict[str, BlockKind] = {
     "list": "list",
     "paragraph": "paragraph",
@@ -416,33 +338,66 @@ def _title_indices(blocks: Sequence[Block], table: dict[str, KnownKind]) -> list
 
 
 def parse_ledger(text: str, *, names: SectionNames = SectionNames()) -> Ledger:  # noqa: B008
-    """Given a ledger's text, return its current title, sections, items and warnings."""
-    lines = source_lines(text)
+    """Given a ledger's text, return its current title, sections, items and warnings.
+
+    The steps: find the current title (the last one), collect the blocks after it into
+    sections and items, build the sections, and name the headings the table does not know.
+    """
     blocks = markdown_blocks(text)
     table = _section_table(names)
-    warnings: list[str] = []
-
     titles = _title_indices(blocks, table)
-    title: str | None = None
-    title_line: int | None = None
-    first_block = 0
-    if titles:
-        last = blocks[titles[-1]]
-        title, title_line, first_block = last.heading_text.strip(), last.line_start, titles[-1] + 1
-        if len(titles) > 1:
-            warnings.append(
-                f"{len(titles)} ledger titles (lines "
-                + ", ".join(str(blocks[index].line_start) for index in titles)
-                + f"); using the last one, line {last.line_start}"
-            )
+    title_warnings = _titles_warning(blocks, titles)
+    first_block = titles[-1] + 1 if titles else 0
+    drafts, section_warnings = _collect_sections(blocks[first_block:], source_lines(text), table)
+    built = _built_sections(drafts)
+    unrecognised = tuple(
+        heading_text(section.heading)
+        for section in built
+        if section.kind == "other" and section.heading
+    )
+    warnings = [*title_warnings, *section_warnings]
+    if unrecognised:
+        warnings.append(
+            "sections the ledger's table does not know, carried at the lowest weight: "
+            + ", ".join(repr(name) for name in unrecognised)
+        )
+    last = blocks[titles[-1]] if titles else None
+    return Ledger(
+        title=last.heading_text.strip() if last is not None else None,
+        title_line=last.line_start if last is not None else None,
+        sections=built,
+        duplicate_titles=max(0, len(titles) - 1),
+        warnings=tuple(warnings),
+        unrecognised=unrecognised,
+    )
+
+
+def _titles_warning(blocks: Sequence[Block], titles: Sequence[int]) -> tuple[str, ...]:
+    """Given the blocks and the title indices, return the warning for duplicate titles."""
+    if len(titles) <= 1:
+        return ()
+    last = blocks[titles[-1]]
+    return (
+        f"{len(titles)} ledger titles (lines "
+        + ", ".join(str(blocks[index].line_start) for index in titles)
+        + f"); using the last one, line {last.line_start}",
+    )
+
+
+def _collect_sections(
+    blocks: Sequence[Block], lines: Sequence[str], table: dict[str, KnownKind]
+) -> tuple[list[_Draft], list[str]]:
+    """Given the blocks after the current title, return the sections they form (document
+    order, items collected) and the warnings for sections that appear twice."""
 
     def snippet(start: int, end: int) -> str:
         return "\n".join(lines[start - 1 : end])
 
+    warnings: list[str] = []
     drafts: list[_Draft] = []  # document order
     known: dict[SectionKind, _Draft] = {}
     current: _Draft | None = None
-    for block in blocks[first_block:]:
+    for block in blocks:
         if block.kind == "heading":
             kind = _match_section(block.heading_text, table)
             if kind is not None:
@@ -475,8 +430,12 @@ def parse_ledger(text: str, *, names: SectionNames = SectionNames()) -> Ledger: 
                 raw, item_kind(raw), block.line_start, block.line_end, None, _ITEM_BLOCK[block.kind]
             )
         )
+    return drafts, warnings
 
-    built = tuple(
+
+def _built_sections(drafts: Sequence[_Draft]) -> tuple[LedgerSection, ...]:
+    """Given the collected sections, return them frozen (an empty headless one is dropped)."""
+    return tuple(
         LedgerSection(
             draft.kind,
             draft.heading,
@@ -487,24 +446,6 @@ def parse_ledger(text: str, *, names: SectionNames = SectionNames()) -> Ledger: 
         )
         for draft in drafts
         if draft.kind != "other" or draft.items or draft.heading
-    )
-    unrecognised = tuple(
-        heading_text(section.heading)
-        for section in built
-        if section.kind == "other" and section.heading
-    )
-    if unrecognised:
-        warnings.append(
-            "sections the ledger's table does not know, carried at the lowest weight: "
-            + ", ".join(repr(name) for name in unrecognised)
-        )
-    return Ledger(
-        title=title,
-        title_line=title_line,
-        sections=built,
-        duplicate_titles=max(0, len(titles) - 1),
-        warnings=tuple(warnings),
-        unrecognised=unrecognised,
     )
 
 

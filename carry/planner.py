@@ -82,8 +82,31 @@ def remaining_chars(selected_texts: Sequence[str], budget_chars: int) -> int:
 def plan_prompt(segments: Sequence[PromptSegment], *, budget_chars: int) -> PromptPlan:
     """Given segments and a total budget, return the planned text and one decision each.
 
+    The steps: check the required segments fit, reserve them, place the optional ones in
+    budget order (whole, shrunk or dropped), then lay the chosen out in display order.
     Raises PromptBudgetError when the required segments alone exceed the budget.
     """
+    check_required_fit(segments, budget_chars)
+    chosen, decisions = reserve_required(segments)
+    optional = [s for s in segments if not s.required and s.text]
+    for segment in sorted(optional, key=lambda s: (s.budget_priority, s.priority, s.name)):
+        placed, decisions[segment.name] = place_optional(segment, chosen, budget_chars)
+        if placed is not None:
+            chosen.append(placed)
+    shown = sorted(chosen, key=lambda s: (s.priority, s.name))
+    text = SEPARATOR.join(s.text for s in shown) + TERMINATOR if shown else ""
+    display = sorted(segments, key=lambda s: (s.priority, s.name))
+    return PromptPlan(
+        text=text,
+        decisions=tuple(decisions[s.name] for s in display),
+        used_chars=len(text),
+        budget_chars=budget_chars,
+    )
+
+
+def check_required_fit(segments: Sequence[PromptSegment], budget_chars: int) -> None:
+    """Given segments and the budget, raise unless the names are unique (ValueError) and the
+    required segments alone fit (PromptBudgetError: they are never silently dropped)."""
     names = [segment.name for segment in segments]
     if len(set(names)) != len(names):
         raise ValueError(f"segment names must be unique, got {names}")
@@ -97,70 +120,72 @@ def plan_prompt(segments: Sequence[PromptSegment], *, budget_chars: int) -> Prom
             "--max-chars) or shorten carry.discipline"
         )
 
-    decisions: dict[str, SegmentDecision] = {}
 
-    def decide(
-        segment: PromptSegment, status: SegmentStatus, reason: SegmentReason, why: str
-    ) -> None:
-        decisions[segment.name] = SegmentDecision(
-            name=segment.name,
-            status=status,
-            reason=reason,
-            chars=len(segment.text),
-            priority=segment.priority,
-            budget_priority=segment.budget_priority,
-            explanation=why,
-        )
-
+def reserve_required(
+    segments: Sequence[PromptSegment],
+) -> tuple[list[PromptSegment], dict[str, SegmentDecision]]:
+    """Given segments, return the required ones (reserved first) and the decisions for them
+    and for every empty segment."""
     chosen: list[PromptSegment] = []
+    decisions: dict[str, SegmentDecision] = {}
     for segment in segments:
         if not segment.text:
-            decide(segment, "dropped", "empty", "nothing to include.")
+            decisions[segment.name] = _decision(segment, "dropped", "empty", "nothing to include.")
         elif segment.required:
             chosen.append(segment)
-            decide(segment, "selected", "required", "required: reserved before any optional.")
-
-    optional = [s for s in segments if not s.required and s.text]
-    for segment in sorted(optional, key=lambda s: (s.budget_priority, s.priority, s.name)):
-        room = remaining_chars([s.text for s in chosen], budget_chars)
-        cap = room if segment.max_chars is None else min(room, max(segment.max_chars, 0))
-        if segment.fit is None:
-            if len(segment.text) <= cap:
-                chosen.append(segment)
-                decide(segment, "selected", "fits", f"{len(segment.text)} chars fit in {cap} left.")
-                continue
-            shrunk = ""
-        else:
-            shrunk = segment.fit(cap, {s.name: s.text for s in chosen})
-            if shrunk == segment.text and len(shrunk) <= cap:
-                chosen.append(segment)
-                decide(segment, "selected", "fits", f"{len(segment.text)} chars fit in {cap} left.")
-                continue
-        if shrunk and len(shrunk) <= cap:
-            chosen.append(dataclasses.replace(segment, text=shrunk))
-            decisions[segment.name] = SegmentDecision(
-                name=segment.name,
-                status="selected",
-                reason="shrunk",
-                chars=len(shrunk),
-                priority=segment.priority,
-                budget_priority=segment.budget_priority,
-                explanation=f"{len(segment.text)} chars cut to {len(shrunk)} to fit {cap}.",
+            decisions[segment.name] = _decision(
+                segment, "selected", "required", "required: reserved before any optional."
             )
-        else:
-            decide(
-                segment,
-                "dropped",
-                "over_budget",
-                f"{len(segment.text)} chars do not fit in the {cap} left.",
-            )
+    return chosen, decisions
 
-    shown = sorted(chosen, key=lambda s: (s.priority, s.name))
-    text = SEPARATOR.join(s.text for s in shown) + TERMINATOR if shown else ""
-    display = sorted(segments, key=lambda s: (s.priority, s.name))
-    return PromptPlan(
-        text=text,
-        decisions=tuple(decisions[s.name] for s in display),
-        used_chars=len(text),
-        budget_chars=budget_chars,
+
+def place_optional(
+    segment: PromptSegment, chosen: Sequence[PromptSegment], budget_chars: int
+) -> tuple[PromptSegment | None, SegmentDecision]:
+    """Given an optional segment and what is chosen so far, return it as placed (whole or
+    shrunk; None when dropped) and its decision."""
+    room = remaining_chars([s.text for s in chosen], budget_chars)
+    cap = room if segment.max_chars is None else min(room, max(segment.max_chars, 0))
+    fits = f"{len(segment.text)} chars fit in {cap} left."
+    if segment.fit is None:
+        if len(segment.text) <= cap:
+            return segment, _decision(segment, "selected", "fits", fits)
+        shrunk = ""
+    else:
+        shrunk = segment.fit(cap, {s.name: s.text for s in chosen})
+        if shrunk == segment.text and len(shrunk) <= cap:
+            return segment, _decision(segment, "selected", "fits", fits)
+    if shrunk and len(shrunk) <= cap:
+        return dataclasses.replace(segment, text=shrunk), _decision(
+            segment,
+            "selected",
+            "shrunk",
+            f"{len(segment.text)} chars cut to {len(shrunk)} to fit {cap}.",
+            chars=len(shrunk),
+        )
+    return None, _decision(
+        segment,
+        "dropped",
+        "over_budget",
+        f"{len(segment.text)} chars do not fit in the {cap} left.",
+    )
+
+
+def _decision(
+    segment: PromptSegment,
+    status: SegmentStatus,
+    reason: SegmentReason,
+    why: str,
+    *,
+    chars: int | None = None,
+) -> SegmentDecision:
+    """Given a segment and what became of it, return its decision (`chars`: its own size)."""
+    return SegmentDecision(
+        name=segment.name,
+        status=status,
+        reason=reason,
+        chars=len(segment.text) if chars is None else chars,
+        priority=segment.priority,
+        budget_priority=segment.budget_priority,
+        explanation=why,
     )

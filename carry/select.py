@@ -5,6 +5,20 @@ The chain is fixed and its order matters (seed 000, "选择顺序为什么不能
     scope gate → confidence gate → authority precedence → exact dedupe
       → explicit conflict resolution on slot → stable top-k → char and token budgets
 
+One small pure function per step, each returning the positions it keeps and the decisions it
+made (`StepOutcome`); `select_memory_context` writes the chain out:
+
+    scope_gate             another workspace's memory is out     (scope_mismatch)
+    confidence_gate        a relevance hit below min_score is out (low_confidence)
+    authority_precedence   order by authority → score ↓ → rank ↑ → captured_at ↓ → id ↑
+    dedupe                 same (text, slot) as a stronger one    (duplicate_content)
+    resolve_conflicts      a slot's first holder wins it          (authority_loser, conflict_loser)
+    pack_within_budgets    stable top-k, then chars and tokens    (top_k_reached,
+                           char_budget_exceeded, token_budget_exceeded, selected)
+
+The precedence order is computed before the gates run (they do not depend on order, so they
+still decide before authority can) because every later step reads "first in that order wins".
+
 Every candidate leaves with exactly one `MemoryDecision`. Retrieval is not redone here: the
 adapter copies recall's confidence, rank and provenance and never re-scores (S12/S15 boundary).
 
@@ -18,7 +32,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -233,129 +247,23 @@ def select_memory_context(
     memory is the user's own cross-project default, visible from every workspace). The result
     does not depend on the order of `candidates`.
     """
-    ordered = _precedence_order(candidates)
-    decided: dict[int, MemoryDecision] = {}
-
-    def decide(
-        position: int,
-        reason: SelectionReason,
-        explanation: str,
-        winner: MemoryContextCandidate | None = None,
-    ) -> None:
-        candidate = ordered[position]
-        decided[position] = MemoryDecision(
-            memory_id=candidate.memory_id,
-            authority=candidate.authority,
-            status="selected" if reason == "selected" else "rejected",
-            reason=reason,
-            winner_id=winner.memory_id if winner is not None else None,
-            slot=_normalised_slot(candidate),
-            score=candidate.score,
-            source_rank=candidate.source_rank,
-            explanation=explanation,
-        )
-
+    ordered = authority_precedence(candidates)
     # 1-2. Gates first: neither authority nor score may override them.
-    alive: list[int] = []
-    for position, candidate in enumerate(ordered):
-        if candidate.user_scope is not None and candidate.user_scope != user_scope:
-            decide(
-                position,
-                "scope_mismatch",
-                f"lives in scope {candidate.user_scope!r}, the query's scope is {user_scope!r}.",
-            )
-        elif not candidate.standing and not candidate.score >= policy.min_score:  # NaN too
-            decide(
-                position,
-                "low_confidence",
-                f"confidence {candidate.score:.3f} is below the minimum {policy.min_score:.3f}.",
-            )
-        else:
-            alive.append(position)
-
-    # 3. `ordered` already is authority precedence; 4. exact dedupe on (text, slot).
-    seen: dict[tuple[str, str | None], int] = {}
-    unique: list[int] = []
-    for position in alive:
-        candidate = ordered[position]
-        key = (normalise_text(candidate.text), _normalised_slot(candidate))
-        if key in seen:
-            winner = ordered[seen[key]]
-            slot_note = f" in slot {key[1]!r}" if key[1] is not None else " (no slot)"
-            decide(
-                position,
-                "duplicate_content",
-                f"same text{slot_note} as {winner.memory_id}, which ranks first.",
-                winner,
-            )
-        else:
-            seen[key] = position
-            unique.append(position)
-
-    # 5. Explicit conflicts: the first candidate of a slot in precedence order wins it.
-    slot_winner: dict[str, int] = {}
-    survivors: list[int] = []
-    for position in unique:
-        candidate = ordered[position]
-        slot = _normalised_slot(candidate)
-        if slot is None:
-            survivors.append(position)
-        elif slot not in slot_winner:
-            slot_winner[slot] = position
-            survivors.append(position)
-        else:
-            winner = ordered[slot_winner[slot]]
-            if winner.authority != candidate.authority:
-                decide(
-                    position,
-                    "authority_loser",
-                    f"slot {slot!r} is decided by {winner.memory_id} ({winner.authority} "
-                    f"outranks {candidate.authority}); a decided fact is never backfilled.",
-                    winner,
-                )
-            else:
-                decide(
-                    position,
-                    "conflict_loser",
-                    f"slot {slot!r} is decided by {winner.memory_id} (same authority "
-                    f"{candidate.authority}, stronger evidence); never backfilled.",
-                    winner,
-                )
-
-    # 6. Stable top-k, then atomic blocks under both budgets; later, smaller ones backfill.
-    # Standing defaults are packed first and do not count towards top-k.
-    selected: list[MemoryContextCandidate] = []
-    ranked = 0
-    packing = [p for p in survivors if ordered[p].standing]
-    packing += [p for p in survivors if not ordered[p].standing]
-    for position in packing:
-        candidate = ordered[position]
-        if not candidate.standing and ranked >= policy.top_k:
-            decide(position, "top_k_reached", f"top-k of {policy.top_k} already selected.")
-            continue
-        trial = render_memory_context([*selected, candidate])
-        if len(trial) > policy.max_chars:
-            decide(
-                position,
-                "char_budget_exceeded",
-                f"adding it makes the segment {len(trial)} chars, over {policy.max_chars}.",
-            )
-            continue
-        tokens = token_counter(trial)
-        if tokens > policy.max_tokens:
-            decide(
-                position,
-                "token_budget_exceeded",
-                f"adding it makes the segment {tokens} tokens, over {policy.max_tokens}.",
-            )
-            continue
-        selected.append(candidate)
-        if candidate.standing:
-            decide(position, "selected", "a root-level default, carried every time; it fits.")
-            continue
-        ranked += 1
-        decide(position, "selected", f"fits as hit {ranked} of at most {policy.top_k}.")
-
+    scoped = scope_gate(ordered, range(len(ordered)), user_scope=user_scope)
+    confident = confidence_gate(ordered, scoped.kept, min_score=policy.min_score)
+    # 3. `ordered` already is authority precedence; 4. exact dedupe; 5. explicit conflicts.
+    unique = dedupe(ordered, confident.kept)
+    resolved = resolve_conflicts(ordered, unique.kept)
+    # 6-7. Stable top-k, then atomic blocks under both budgets.
+    packed = pack_within_budgets(ordered, resolved.kept, policy=policy, token_counter=token_counter)
+    decided = {
+        **scoped.decided,
+        **confident.decided,
+        **unique.decided,
+        **resolved.decided,
+        **packed.decided,
+    }
+    selected = [ordered[position] for position in packed.kept]
     context = render_memory_context(selected)
     decisions = tuple(decided[position] for position in range(len(ordered)))
     return MemoryContextPlan(
@@ -368,7 +276,191 @@ def select_memory_context(
     )
 
 
-def _precedence_order(
+@dataclass(frozen=True)
+class StepOutcome:
+    """One step of the chain: the positions it keeps (in order) and the decisions it made."""
+
+    kept: tuple[int, ...]
+    decided: Mapping[int, MemoryDecision]
+
+
+def scope_gate(
+    ordered: Sequence[MemoryContextCandidate],
+    positions: Sequence[int],
+    *,
+    user_scope: str | None,
+) -> StepOutcome:
+    """Given candidates and the live positions, reject those that live in another scope."""
+    kept: list[int] = []
+    decided: dict[int, MemoryDecision] = {}
+    for position in positions:
+        candidate = ordered[position]
+        if candidate.user_scope is not None and candidate.user_scope != user_scope:
+            decided[position] = _decision(
+                candidate,
+                "scope_mismatch",
+                f"lives in scope {candidate.user_scope!r}, the query's scope is {user_scope!r}.",
+            )
+        else:
+            kept.append(position)
+    return StepOutcome(tuple(kept), decided)
+
+
+def confidence_gate(
+    ordered: Sequence[MemoryContextCandidate],
+    positions: Sequence[int],
+    *,
+    min_score: float,
+) -> StepOutcome:
+    """Given candidates and the live positions, reject relevance hits below `min_score`."""
+    kept: list[int] = []
+    decided: dict[int, MemoryDecision] = {}
+    for position in positions:
+        candidate = ordered[position]
+        if not candidate.standing and not candidate.score >= min_score:  # NaN too
+            decided[position] = _decision(
+                candidate,
+                "low_confidence",
+                f"confidence {candidate.score:.3f} is below the minimum {min_score:.3f}.",
+            )
+        else:
+            kept.append(position)
+    return StepOutcome(tuple(kept), decided)
+
+
+def dedupe(ordered: Sequence[MemoryContextCandidate], positions: Sequence[int]) -> StepOutcome:
+    """Given candidates in precedence order, reject exact repeats of (text, slot)."""
+    seen: dict[tuple[str, str | None], int] = {}
+    kept: list[int] = []
+    decided: dict[int, MemoryDecision] = {}
+    for position in positions:
+        candidate = ordered[position]
+        key = (normalise_text(candidate.text), _normalised_slot(candidate))
+        if key in seen:
+            winner = ordered[seen[key]]
+            slot_note = f" in slot {key[1]!r}" if key[1] is not None else " (no slot)"
+            decided[position] = _decision(
+                candidate,
+                "duplicate_content",
+                f"same text{slot_note} as {winner.memory_id}, which ranks first.",
+                winner,
+            )
+        else:
+            seen[key] = position
+            kept.append(position)
+    return StepOutcome(tuple(kept), decided)
+
+
+def resolve_conflicts(
+    ordered: Sequence[MemoryContextCandidate], positions: Sequence[int]
+) -> StepOutcome:
+    """Given candidates in precedence order, let the first of each explicit slot win it."""
+    slot_winner: dict[str, int] = {}
+    kept: list[int] = []
+    decided: dict[int, MemoryDecision] = {}
+    for position in positions:
+        candidate = ordered[position]
+        slot = _normalised_slot(candidate)
+        if slot is None:
+            kept.append(position)
+        elif slot not in slot_winner:
+            slot_winner[slot] = position
+            kept.append(position)
+        else:
+            winner = ordered[slot_winner[slot]]
+            if winner.authority != candidate.authority:
+                decided[position] = _decision(
+                    candidate,
+                    "authority_loser",
+                    f"slot {slot!r} is decided by {winner.memory_id} ({winner.authority} "
+                    f"outranks {candidate.authority}); a decided fact is never backfilled.",
+                    winner,
+                )
+            else:
+                decided[position] = _decision(
+                    candidate,
+                    "conflict_loser",
+                    f"slot {slot!r} is decided by {winner.memory_id} (same authority "
+                    f"{candidate.authority}, stronger evidence); never backfilled.",
+                    winner,
+                )
+    return StepOutcome(tuple(kept), decided)
+
+
+def pack_within_budgets(
+    ordered: Sequence[MemoryContextCandidate],
+    positions: Sequence[int],
+    *,
+    policy: MemorySelectionPolicy,
+    token_counter: Callable[[str], int],
+) -> StepOutcome:
+    """Given the survivors, return those selected under stable top-k and both budgets.
+
+    Blocks are atomic; a later, smaller one may backfill. Standing defaults are packed first
+    and do not count towards top-k. `kept` is the selection in packing order.
+    """
+    selected: list[int] = []
+    decided: dict[int, MemoryDecision] = {}
+    ranked = 0
+    packing = [p for p in positions if ordered[p].standing]
+    packing += [p for p in positions if not ordered[p].standing]
+    for position in packing:
+        candidate = ordered[position]
+        if not candidate.standing and ranked >= policy.top_k:
+            decided[position] = _decision(
+                candidate, "top_k_reached", f"top-k of {policy.top_k} already selected."
+            )
+            continue
+        trial = render_memory_context([*(ordered[p] for p in selected), candidate])
+        if len(trial) > policy.max_chars:
+            decided[position] = _decision(
+                candidate,
+                "char_budget_exceeded",
+                f"adding it makes the segment {len(trial)} chars, over {policy.max_chars}.",
+            )
+            continue
+        tokens = token_counter(trial)
+        if tokens > policy.max_tokens:
+            decided[position] = _decision(
+                candidate,
+                "token_budget_exceeded",
+                f"adding it makes the segment {tokens} tokens, over {policy.max_tokens}.",
+            )
+            continue
+        selected.append(position)
+        if candidate.standing:
+            decided[position] = _decision(
+                candidate, "selected", "a root-level default, carried every time; it fits."
+            )
+            continue
+        ranked += 1
+        decided[position] = _decision(
+            candidate, "selected", f"fits as hit {ranked} of at most {policy.top_k}."
+        )
+    return StepOutcome(tuple(selected), decided)
+
+
+def _decision(
+    candidate: MemoryContextCandidate,
+    reason: SelectionReason,
+    explanation: str,
+    winner: MemoryContextCandidate | None = None,
+) -> MemoryDecision:
+    """Given a candidate, a reason and why, return its one decision."""
+    return MemoryDecision(
+        memory_id=candidate.memory_id,
+        authority=candidate.authority,
+        status="selected" if reason == "selected" else "rejected",
+        reason=reason,
+        winner_id=winner.memory_id if winner is not None else None,
+        slot=_normalised_slot(candidate),
+        score=candidate.score,
+        source_rank=candidate.source_rank,
+        explanation=explanation,
+    )
+
+
+def authority_precedence(
     candidates: Iterable[MemoryContextCandidate],
 ) -> list[MemoryContextCandidate]:
     """Given candidates, return them by authority → score ↓ → rank ↑ → captured_at ↓ → id ↑."""

@@ -1,0 +1,337 @@
+"""Given a workspace's carry inputs, return the carry's content segments and their decisions.
+
+`render.build_carry` lays the carry out and the planner sizes it; this module builds what goes
+in it: the ledger, the plan's current state and its history (anchors) as shrinkable segments
+with their `fit` functions, and the recalled-memory segment with its S15 decisions. Every text
+is redacted (I3) before it is measured.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from carryd.carry.anchors import AnchorRow, history_rows
+from carryd.carry.budgets import CarryBudgets
+from carryd.carry.ledger import Ledger, SectionNames
+from carryd.carry.plan import (
+    PlanParts,
+    demoted,
+    history_items,
+    join_units,
+    plan_current_for_carry,
+    split_plan,
+)
+from carryd.carry.planner import PromptSegment
+from carryd.carry.select import (
+    MemoryContextCandidate,
+    MemoryContextPlan,
+    MemorySelectionPolicy,
+    Provenance,
+    authority_from_location,
+    candidates_from_recall,
+    select_memory_context,
+)
+from carryd.carry.truncate import EntrySpan, line_span, render_section, truncate_ledger
+from carryd.index.entries import Entry, parse_entries
+from carryd.index.recall import RecallHit
+from carryd.index.redact import redact
+
+ANCHORS_HEADING = "# Plan history, not shown above (`carryd expand <id>` prints an entry)"
+MEMORY_HEADING = "# Recalled memory (your root-level defaults; notes for the goal and next steps)"
+UNSHOWN_DEFAULTS = "Root-level defaults over the memory budget, not shown (`carryd expand <id>`):"
+
+
+@dataclass(frozen=True)
+class CarryInputs:
+    """Everything a carry is made of; paths are POSIX and relative to the memory root."""
+
+    workspace: str
+    discipline: str
+    ledger_path: str
+    plan_path: str
+    ledger_text: str | None = None  # None: no ledger file
+    plan_text: str | None = None  # None: no PLAN.md
+    sidecar_text: str | None = None  # None: no sidecar file
+    recall_hits: tuple[RecallHit, ...] = ()  # the recall answer's hits, in its order
+    section_names: SectionNames = SectionNames()
+    # Root-level memory entries (MEMORY.md, notes/…): the user's standing defaults, carried
+    # every time at `user_default` authority within the memory budget (issue 10 item 5).
+    root_defaults: tuple[Entry, ...] = ()
+    # The memory root, absolute, named in the trailer's commands so they run as written from
+    # any folder (issue 10 item 6). None: the commands rely on root discovery.
+    root: str | None = None
+
+
+def _fit(build: Callable[[int], str], room: int) -> str:
+    """Given a builder of text under a budget, return its redacted text within `room` chars.
+
+    Inputs are redacted before they are cut; this pass only guards what a builder adds (paths
+    in pointers). Should redaction still lengthen the text, the builder gets less room.
+    """
+    budget = room
+    for _ in range(4):
+        if budget < 0:
+            return ""
+        text: str = redact(build(budget))
+        if len(text) <= room:
+            return text
+        budget -= len(text) - room
+    return ""
+
+
+def ledger_segment(
+    inputs: CarryInputs, ledger: Ledger | None, budgets: CarryBudgets
+) -> PromptSegment:
+    """Given the parsed ledger, return its shrinkable segment ("" when it says nothing)."""
+    empty = PromptSegment("ledger", "", False, priority=2, budget_priority=1)
+    if inputs.ledger_text is None or ledger is None:
+        return empty
+    if not any(section.items for section in ledger.sections):
+        return empty  # headings alone say nothing: no empty segment
+    heading = redact(f"# Handoff ledger (`{inputs.ledger_path}`)")
+    redacted = _redacted_ledger(ledger)
+    # A section with no items says nothing; its heading alone is not carried.
+    redacted = dataclasses.replace(
+        redacted, sections=tuple(section for section in redacted.sections if section.items)
+    )
+    entries = _entry_spans(inputs.ledger_path, inputs.ledger_text, ledger.title_line or 1)
+    whole = "\n\n".join(
+        render_section(section, section.items, None) for section in redacted.sections
+    )
+
+    def fit(room: int, _: Mapping[str, str]) -> str:
+        body = _fit(
+            lambda budget: (
+                truncate_ledger(redacted, budget, path=inputs.ledger_path, entries=entries).text
+            ),
+            room - len(heading) - 1,
+        )
+        return f"{heading}\n{body}" if body.strip() else ""
+
+    return PromptSegment(
+        "ledger",
+        f"{heading}\n{whole}",
+        False,
+        priority=2,
+        budget_priority=1,
+        fit=fit,
+        max_chars=budgets.ledger_chars + len(heading) + 1,
+    )
+
+
+def _entry_spans(path: str, text: str, first_line: int) -> tuple[EntrySpan, ...]:
+    """Given a file, return its index entries' line spans and ids (from `first_line` on)."""
+    return tuple(
+        (entry.line_start, entry.line_end, entry.id)
+        for entry in parse_entries(path, text)
+        if entry.line_end >= first_line
+    )
+
+
+def _redacted_ledger(ledger: Ledger) -> Ledger:
+    """Given a parsed ledger, return it with every heading and item text redacted (lines kept)."""
+    sections = tuple(
+        dataclasses.replace(
+            section,
+            heading=redact(section.heading),
+            items=tuple(
+                dataclasses.replace(item, text=redact(item.text)) for item in section.items
+            ),
+        )
+        for section in ledger.sections
+    )
+    return dataclasses.replace(ledger, sections=sections)
+
+
+def plan_segment(inputs: CarryInputs, budgets: CarryBudgets) -> PromptSegment:
+    """Given the inputs, return the plan's current state as a shrinkable segment."""
+    empty = PromptSegment("plan", "", False, priority=3, budget_priority=2)
+    if inputs.plan_text is None:
+        return empty
+    parts = _redacted_plan(split_plan(inputs.plan_text))
+    if all(unit.kind == "heading" for unit in parts.current_units):
+        return empty  # a title alone says nothing: no empty segment
+    units = demoted(parts.current_units)
+    parts = dataclasses.replace(parts, current_units=units, current=join_units(units))
+    heading = redact(f"# Plan: current state (`{inputs.plan_path}`)")
+
+    def fit(room: int, _: Mapping[str, str]) -> str:
+        body = _fit(
+            lambda budget: plan_current_for_carry(parts, budget, path=inputs.plan_path),
+            room - len(heading) - 1,
+        )
+        return f"{heading}\n{body}" if body.strip() else ""
+
+    return PromptSegment(
+        "plan",
+        f"{heading}\n{parts.current}",
+        False,
+        priority=3,
+        budget_priority=2,
+        fit=fit,
+        max_chars=budgets.plan_chars + len(heading) + 1,
+    )
+
+
+def _redacted_plan(parts: PlanParts) -> PlanParts:
+    units = tuple(dataclasses.replace(unit, text=redact(unit.text)) for unit in parts.current_units)
+    return dataclasses.replace(
+        parts, current=join_units(units), history=redact(parts.history), current_units=units
+    )
+
+
+def plan_history_rows(inputs: CarryInputs) -> tuple[tuple[AnchorRow, ...], tuple[int, ...]]:
+    """Given the inputs, return one redacted row per PLAN history entry (document order) and
+    the rows' indices newest first (explicit dates win over position)."""
+    if inputs.plan_text is None:
+        return (), ()
+    entries = _entry_spans(inputs.plan_path, inputs.plan_text, 1)
+    items = history_items(inputs.plan_text)
+    rows = history_rows(items, entries, path=inputs.plan_path)
+    recency = {item.line_start: (item.recency, item.line_start) for item in items}
+    newest_first = sorted(
+        range(len(rows)), key=lambda index: recency[rows[index].line_start], reverse=True
+    )
+    redacted = tuple(
+        dataclasses.replace(row, l0=redact(row.l0), path=redact(row.path)) for row in rows
+    )
+    return redacted, tuple(newest_first)
+
+
+def anchors_segment(
+    rows: Sequence[AnchorRow], newest_first: Sequence[int], budgets: CarryBudgets
+) -> PromptSegment:
+    """Given the history rows, return the plan history block: it spends what the plan's
+    current state leaves of the plan budget, newest entries first, shown in document order."""
+    whole = _partial_table(rows, range(len(rows))) if rows else ""
+
+    def fit(room: int, selected: Mapping[str, str]) -> str:
+        cap = min(room, budgets.plan_chars - len(selected.get("plan", "")))
+        if len(whole) <= cap:
+            return whole
+        chosen: list[int] = []
+        for index in newest_first:
+            trial = sorted([*chosen, index])
+            if len(_partial_table(rows, trial)) <= cap:
+                chosen = trial
+        return _partial_table(rows, chosen) if chosen else ""
+
+    return PromptSegment(
+        "anchors", whole, False, priority=5, budget_priority=4, fit=fit if rows else None
+    )
+
+
+def history_line(row: AnchorRow) -> str:
+    return f"- {' '.join(row.l0.split())} (L{line_span(row.line_start, row.line_end)})"
+
+
+def _partial_table(rows: Sequence[AnchorRow], chosen: Iterable[int]) -> str:
+    """Given the history rows and those to show (document order), return the block: one line
+    per entry under its file and id, named once for a run of rows an entry holds together
+    (a PLAN history is often one index entry: its id repeated on every row said nothing)."""
+    lines = [ANCHORS_HEADING]
+    previous: tuple[str, str] | None = None
+    shown = 0
+    for index in chosen:
+        row = rows[index]
+        if (row.id, row.path) != previous:
+            lines.append(f"`{row.id}` in `{row.path}`:")
+            previous = (row.id, row.path)
+        lines.append(history_line(row))
+        shown += 1
+    rest = len(rows) - shown
+    if rest:
+        first, last = rows[0].line_start, rows[-1].line_end
+        lines.append(f"+{rest} older entries → {rows[0].path}:{first}-{last}")
+    return "\n".join(lines)
+
+
+def memory_selection(
+    inputs: CarryInputs, policy: MemorySelectionPolicy
+) -> tuple[MemoryContextPlan, tuple[str, ...]]:
+    """Given the inputs, return the S15 selection over the recall hits and the excluded ids.
+
+    Hits on ledger or plan entries are already in the carry (ledger, plan, anchors); they only
+    stay candidates when they name a slot, where they can decide a conflict (the ledger's
+    explicit requirements are the current turn's authority). Root-level defaults are standing
+    candidates with their whole text (an L0 abstract would cut a list of rules); a recall hit
+    on one lends it its confidence and is not a candidate of its own.
+    """
+    carried = {inputs.ledger_path, inputs.plan_path}
+    defaults = {entry.id: entry for entry in inputs.root_defaults}
+    confidence: dict[str, float] = {}
+    kept: list[RecallHit] = []
+    excluded: list[str] = []
+    for hit in inputs.recall_hits:
+        if hit.id in defaults:
+            confidence.setdefault(hit.id, float(hit.confidence))
+        elif hit.path in carried and hit.slot is None:
+            excluded.append(hit.id)
+        else:
+            slot = redact(hit.slot) if hit.slot else hit.slot
+            kept.append(dataclasses.replace(hit, l0=redact(hit.l0), slot=slot))
+    candidates = candidates_from_recall(
+        kept,
+        authority_for=lambda hit: authority_from_location(
+            hit.workspace, hit.path, active_ledger=inputs.ledger_path
+        ),
+    )
+    standing = tuple(
+        MemoryContextCandidate(
+            memory_id=entry.id,
+            text=redact(entry.text.strip()),
+            user_scope=None,
+            score=confidence.get(entry.id, 0.0),
+            source_rank=len(kept) + position,
+            provenance=Provenance(
+                source_id=entry.id,
+                path=entry.path,
+                line_start=entry.line_start,
+                line_end=entry.line_end,
+            ),
+            conflict_key=redact(entry.slot) if entry.slot else None,
+            authority="user_default",
+            standing=True,
+        )
+        for position, entry in enumerate(inputs.root_defaults, start=1)
+        if entry.text.strip()
+    )
+    plan = select_memory_context(
+        (*standing, *candidates), user_scope=inputs.workspace, policy=policy
+    )
+    return plan, tuple(excluded)
+
+
+def memory_segment(inputs: CarryInputs, memory: MemoryContextPlan) -> PromptSegment:
+    """Given the memory selection, return the recalled-memory segment: the selected hits and
+    the line naming defaults the budget left out, under one heading ("" when both are empty);
+    it is planned atomically, never shrunk."""
+    body = "\n".join(part for part in (memory.context, unshown_defaults(inputs, memory)) if part)
+    text = f"{MEMORY_HEADING}\n{body}" if body else ""
+    return PromptSegment("memory", text, False, priority=4, budget_priority=3)
+
+
+def rows_shown(text: str, rows: Sequence[AnchorRow]) -> int:
+    """Given the carry's text and the history rows, return how many rows it shows."""
+    return sum(1 for row in rows if history_line(row) in text)
+
+
+def unshown_defaults(inputs: CarryInputs, plan: MemoryContextPlan) -> str:
+    """Given the memory selection, return the line naming root-level defaults the budget left
+    out ("" when every one is shown): a standing rule is never silently absent."""
+    defaults = {entry.id: entry for entry in inputs.root_defaults}
+    over = ("char_budget_exceeded", "token_budget_exceeded")
+    missing = [
+        defaults[decision.memory_id]
+        for decision in plan.decisions
+        if decision.memory_id in defaults and decision.reason in over
+    ]
+    if not missing:
+        return ""
+    named = ", ".join(
+        f"{entry.id} ({entry.path}:{entry.line_start}-{entry.line_end})" for entry in missing
+    )
+    line: str = redact(f"{UNSHOWN_DEFAULTS} {named}")
+    return line
