@@ -14,22 +14,19 @@ the trailer) is written. The one exception is `--max-chars`: a caller asking for
 budget gets `PromptBudgetError` when the required segments alone do not fit.
 
 The `.md` holds no timestamps and no absolute paths; those go to the manifest.
+
+This module plans a carry and orchestrates a write; `carry_sources` reads the files a carry is
+planned from and `carry_files` writes the carry folder (carry, manifest, inline variant) and
+tidies it. Their public names are re-exported here, so callers import from one place.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import datetime
-import hashlib
-import json
 import logging
-import os
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from carryd.carry.flat import FLAT_NOTE, FlatInputs, build_flat_carry, trailer
 from carryd.carry.ledger import SectionNames
@@ -41,14 +38,29 @@ from carryd.carry.render import (
     build_carry,
     recall_queries,
 )
-from carryd.carry.select import MemoryDecision, MemorySelectionPolicy
+from carryd.carry.select import MemorySelectionPolicy
+from carryd.daemon.carry_files import (  # noqa: F401 — re-exported
+    CARRY_SUFFIXES,
+    MANIFEST_VERSION,
+    STATE_TEMP_AGE,
+    CarryResult,
+    carry_paths,
+    inline_path,
+    manifest_of,
+    tidy_carry_dir,
+    write_built_carry,
+)
+from carryd.daemon.carry_sources import (  # noqa: F401 — re-exported
+    SourceFile,
+    read_sidecar,
+    read_source,
+    read_source_lenient,
+)
 from carryd.daemon.errors import UsageError
-from carryd.daemon.files import write_atomic
 from carryd.daemon.index_lock import index_lock
 from carryd.daemon.layout import check_workspace, list_workspaces
 from carryd.daemon.recall_access import LocalRecall, RecallAccess
-from carryd.daemon.scan import FileContent, outside_root, read_markdown, scan_paths
-from carryd.daemon.version import carryd_version
+from carryd.daemon.scan import FileContent, read_markdown, scan_paths
 from carryd.index.entries import ROOT_LEVEL_DIRS, Entry, parse_entries
 from carryd.index.errors import PromptBudgetError
 from carryd.index.recall import RecallHit
@@ -60,30 +72,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MANIFEST_VERSION = 1
 # Seconds `write_carry` (a hook's rewrite) waits for another writer before giving up.
 WRITE_CARRY_LOCK_TIMEOUT = 2.0
-
-
-@dataclass(frozen=True)
-class CarryResult:
-    workspace: str
-    path: Path  # the carry file
-    changed: bool  # the .md bytes changed (and were written)
-    sha256: str
-    bytes: int
-    fallback: bool
-    reason: str | None  # why the carry fell back (None when it did not)
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    """A file a carry is planned from: root-relative path, sha256, size and mtime."""
-
-    path: str
-    sha256: str
-    size: int
-    mtime: float
 
 
 @dataclass(frozen=True)
@@ -214,10 +204,10 @@ def _planned(
     root = settings.root_path
     sources: list[SourceFile] = []
     follow = settings.index.follow_links_outside_root
-    ledger_text = _read_text(root, paths["ledger"], sources, follow=follow)
-    plan_text = _read_text(root, paths["plan"], sources, follow=follow)
+    ledger_text = read_source(root, paths["ledger"], sources, follow=follow)
+    plan_text = read_source(root, paths["plan"], sources, follow=follow)
     warnings: list[str] = []
-    sidecar_text = _read_sidecar(root, paths["sidecar"], sources, warnings, follow=follow)
+    sidecar_text = read_sidecar(root, paths["sidecar"], sources, warnings, follow=follow)
     inputs = CarryInputs(
         workspace=workspace,
         discipline=settings.carry.discipline,
@@ -359,8 +349,8 @@ def _flat(
     root = settings.root_path
     sources: list[SourceFile] = []
     follow = settings.index.follow_links_outside_root
-    ledger_text = _read_lenient(root, paths["ledger"], sources, follow=follow)
-    plan_text = _read_lenient(root, paths["plan"], sources, follow=follow)
+    ledger_text = read_source_lenient(root, paths["ledger"], sources, follow=follow)
+    plan_text = read_source_lenient(root, paths["plan"], sources, follow=follow)
     flat_inputs = FlatInputs(
         workspace=workspace,
         discipline=settings.carry.discipline,
@@ -414,60 +404,6 @@ def _minimal(settings: Settings, workspace: str, paths: Mapping[str, str]) -> st
         root=str(settings.root_path.absolute()),
     )
     return f"{settings.carry.discipline}\n\n{FLAT_NOTE}\n\n{closing}\n"
-
-
-def _source_file(relative: str, data: bytes, stat: os.stat_result) -> SourceFile:
-    return SourceFile(relative, hashlib.sha256(data).hexdigest(), len(data), stat.st_mtime)
-
-
-def _read_text(
-    root: Path, relative: str, sources: list[SourceFile], *, follow: bool = False
-) -> str | None:
-    """Given a source's path, return its text (None when absent, or a link out of the root
-    unless `follow`); unreadable or not UTF-8 raises."""
-    path = root / relative
-    if not path.exists() and not path.is_symlink():
-        return None
-    if not follow and outside_root(root, path, relative) is not None:
-        return None
-    data = path.read_bytes()
-    sources.append(_source_file(relative, data, path.stat()))
-    return data.decode("utf-8-sig")
-
-
-def _read_sidecar(
-    root: Path, relative: str, sources: list[SourceFile], warnings: list[str], *, follow: bool
-) -> str | None:
-    """Given the sidecar's path, return its text; any problem is a warning, never an error."""
-    path = root / relative
-    if not path.exists() and not path.is_symlink():
-        return None
-    if not follow and (outside := outside_root(root, path, relative)) is not None:
-        warnings.append(f"sidecar: {outside.reason}")
-        return None
-    try:
-        data = path.read_bytes()
-        sources.append(_source_file(relative, data, path.stat()))
-        return data.decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as error:
-        warnings.append(f"sidecar: {relative}: ignored: {error}")
-        return None
-
-
-def _read_lenient(
-    root: Path, relative: str, sources: list[SourceFile], *, follow: bool = False
-) -> str | None:
-    """Given a source's path, return its text with bad bytes replaced (None if unreadable or
-    a link out of the root unless `follow`)."""
-    path = root / relative
-    if not follow and outside_root(root, path, relative) is not None:
-        return None
-    try:
-        data = path.read_bytes()
-        sources.append(_source_file(relative, data, path.stat()))
-    except OSError:
-        return None
-    return data.decode("utf-8-sig", errors="replace")
 
 
 # --- writing ----------------------------------------------------------------------------------
@@ -540,234 +476,8 @@ def _write_carries(
     try:
         for workspace in names:
             built = _build(settings, workspace, source, max_chars=None)
-            results.append(_write(settings, built))
+            results.append(write_built_carry(settings, built))
     finally:
         if source is not recaller:
             source.close()
     return results
-
-
-def inline_path(settings: Settings, workspace: str) -> Path:
-    """Given a workspace, return where its pre-built SessionStart variant is written."""
-    return settings.carry_dir / f"{workspace}.inline.md"
-
-
-def _write(settings: Settings, built: BuiltCarry) -> CarryResult:
-    carry_path = settings.carry_dir / f"{built.workspace}.md"
-    manifest_path = settings.carry_dir / f"{built.workspace}.json"
-    data = built.text.encode("utf-8")
-    digest = hashlib.sha256(data).hexdigest()
-    changed = _read_existing(carry_path) != data
-    manifest = manifest_of(settings, built, sha256=digest, size=len(data))
-    # The inline variant first: a hook trusts it only when the manifest names its hash.
-    inline_file = inline_path(settings, built.workspace)
-    if built.inline_text is not None:
-        inline_data = built.inline_text.encode("utf-8")
-        if _read_existing(inline_file) != inline_data:
-            write_atomic(inline_file, inline_data)
-    else:
-        with contextlib.suppress(FileNotFoundError):
-            inline_file.unlink()
-    if changed:
-        write_atomic(carry_path, data)
-    if changed or _manifest_outdated(manifest_path, manifest):
-        write_atomic(manifest_path, _manifest_bytes(manifest))
-    return CarryResult(
-        workspace=built.workspace,
-        path=carry_path,
-        changed=changed,
-        sha256=digest,
-        bytes=len(data),
-        fallback=built.fallback,
-        reason=built.reason,
-    )
-
-
-def _read_existing(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
-
-
-def _manifest_outdated(path: Path, manifest: Mapping[str, Any]) -> bool:
-    """Given the manifest's path and the new manifest, return whether it must be written.
-
-    Only when it is missing, unreadable, or says something else than the new one apart from
-    its timestamp (sources touched, a decision moved): an unchanged carry is not rewritten.
-    """
-    try:
-        old = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return True
-    if not isinstance(old, dict):
-        return True
-    new = json.loads(_manifest_bytes(manifest))  # compare as JSON, as it would be stored
-    old.pop("generated_at", None)
-    new.pop("generated_at", None)
-    return bool(old != new)
-
-
-# --- the manifest -----------------------------------------------------------------------------
-
-
-def manifest_of(settings: Settings, built: BuiltCarry, *, sha256: str, size: int) -> dict[str, Any]:
-    """Given a built carry and its hash, return its manifest (every string redacted)."""
-    plan = built.plan
-    memory: dict[str, Any] = {
-        "queries": list(built.queries),
-        "degraded": built.recall_degraded,
-        "decisions": [_memory_json(d) for d in plan.memory_decisions] if plan else [],
-        "excluded_already_in_carry": list(plan.memory_excluded) if plan else [],
-    }
-    budgets = built.budgets
-    manifest: dict[str, Any] = {
-        "manifest_version": MANIFEST_VERSION,
-        "workspace": built.workspace,
-        "carry": f"{settings.index.state_dir}/carry/{built.workspace}.md",
-        "sha256": sha256,
-        "bytes": size,
-        "chars": len(built.text),
-        "fallback": built.fallback,
-        "reason": built.reason,
-        "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "carryd_version": carryd_version(),
-        "budgets": {
-            "total_chars": budgets.total_chars,
-            "ledger_chars": budgets.ledger_chars,
-            "plan_chars": budgets.plan_chars,
-            "memory": dataclasses.asdict(budgets.memory),
-        },
-        "sources": [dataclasses.asdict(source) for source in built.sources],
-        "segments": [dataclasses.asdict(decision) for decision in built.segment_decisions],
-        "anchors": {
-            "shown": plan.anchors_shown if plan else 0,
-            "total": plan.anchors_total if plan else 0,
-        },
-        "memory": memory,
-        "inline": _inline_json(settings, built),
-        # Ledger headings outside the section table, carried at the lowest weight (issue 10).
-        "unrecognised_sections": list(plan.unrecognised_sections) if plan else [],
-        "warnings": list(built.warnings),
-    }
-    redacted: dict[str, Any] = _redacted(manifest)
-    return redacted
-
-
-def _inline_json(settings: Settings, built: BuiltCarry) -> dict[str, Any] | None:
-    """Given a built carry, return its inline variant's manifest entry (None: not pre-built)."""
-    if built.inline_text is None:
-        return None
-    data = built.inline_text.encode("utf-8")
-    return {
-        "carry": f"{settings.index.state_dir}/carry/{built.workspace}.inline.md",
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "bytes": len(data),
-        "chars": len(built.inline_text),
-        "budget_chars": built.inline_budget,
-    }
-
-
-def _memory_json(decision: MemoryDecision) -> dict[str, Any]:
-    return dataclasses.asdict(decision)
-
-
-def _redacted(value: Any) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, Mapping):
-        return {key: _redacted(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_redacted(item) for item in value]
-    return value
-
-
-def _manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
-    return (json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode()
-
-
-# --- the command ------------------------------------------------------------------------------
-
-
-def carry_paths(settings: Settings, workspace: str) -> tuple[Path, Path]:
-    """Given a workspace, return its carry file and manifest paths."""
-    return settings.carry_dir / f"{workspace}.md", settings.carry_dir / f"{workspace}.json"
-
-
-# --- tidying ----------------------------------------------------------------------------------
-
-
-CARRY_SUFFIXES = (".md", ".inline.md", ".json")  # a workspace's files in the carry folder
-
-
-def tidy_carry_dir(settings: Settings, workspaces: Iterable[str]) -> list[Path]:
-    """Given the root's workspaces, remove from the carry folder what no writer will touch
-    again; return what was removed. Call it holding the index lock (no writer is mid-write).
-
-    - `.<name>.<random>.tmp`: a writer killed between creating its temp file and renaming it;
-    - `<name>.md`, `<name>.inline.md` and `<name>.json` of a workspace that was deleted or
-      renamed, when the manifest names that workspace (a file a user put there is left alone).
-    """
-    carry_dir = settings.carry_dir
-    keep = set(workspaces)
-    try:
-        children = list(carry_dir.iterdir())
-    except FileNotFoundError:
-        return []
-    gone = {
-        child.name[: -len(".json")]
-        for child in children
-        if child.name.endswith(".json") and not child.name.startswith(".")
-    }
-    gone = {owner for owner in gone - keep if _manifest_names(carry_dir, owner)}
-    stale = [
-        child
-        for child in children
-        if (child.name.startswith(".") and child.name.endswith(".tmp"))
-        or child.name in {f"{owner}{suffix}" for owner in gone for suffix in CARRY_SUFFIXES}
-    ]
-    removed: list[Path] = []
-    for child in stale:
-        if child.is_file() and not child.is_symlink():
-            with contextlib.suppress(FileNotFoundError):
-                child.unlink()
-                removed.append(child)
-    removed += _old_state_temps(settings.state_path)
-    for path in removed:
-        log.info("removed %s (%s)", path, _why_removed(path))
-    return removed
-
-
-# A temp file of daemon.json or indexing.json this old is no write in flight (those writers
-# do not hold the index lock, so only age tells).
-STATE_TEMP_AGE = 60.0
-
-
-def _old_state_temps(state_path: Path) -> list[Path]:
-    removed: list[Path] = []
-    now = time.time()
-    with contextlib.suppress(OSError):
-        for child in state_path.iterdir():
-            if not (child.name.startswith(".") and child.name.endswith(".tmp")):
-                continue
-            with contextlib.suppress(OSError):
-                if child.is_file() and now - child.stat().st_mtime > STATE_TEMP_AGE:
-                    child.unlink()
-                    removed.append(child)
-    return removed
-
-
-def _manifest_names(carry_dir: Path, owner: str) -> bool:
-    """Given a file stem, return whether `<stem>.json` is a carry manifest of that workspace
-    (so `<stem>.md` and `<stem>.json` are carryd's, not a file a user put there)."""
-    try:
-        data = json.loads((carry_dir / f"{owner}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and data.get("workspace") == owner
-
-
-def _why_removed(path: Path) -> str:
-    if path.name.endswith(".tmp"):
-        return "a temp file a killed writer left"
-    return "the carry of a workspace that is gone"

@@ -35,20 +35,19 @@ vectors of the old identity are dropped after a copy of the index is kept as
 `index.sqlite.old-model-<UTC>`; the report's notes and the log say so once. A new
 `TOKENIZER_VERSION` re-reads every file and recomputes every posting (nothing is re-embedded).
 Checking the index against the files (`carryd verify`) and repairing it is
-`carryd.daemon.verifying`.
+`carryd.daemon.verifying`. Steps 1-3 (reading, diffing and planning) are
+`carryd.daemon.sync_planning`; this module applies the plan in batches and records progress.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import logging
 import os
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,32 +60,15 @@ from carryd.daemon.model import load_embedder_for as load_embedder_for
 from carryd.daemon.model import model_identity_text
 from carryd.daemon.scan import (
     Problem,
-    in_scope,
-    is_markdown,
-    read_markdown,
-    scan_paths,
-    scan_root,
 )
 from carryd.daemon.state import clear_indexing, record_last_index, write_indexing
+from carryd.daemon.sync_planning import FileWork, SyncPlan, entry_changes, plan_sync, read_changes
 from carryd.index.embed import (
     Embedder,
 )
-from carryd.index.entries import Entry, parse_entries
 from carryd.index.errors import EmbedderUnavailable, IndexCorrupt
-from carryd.index.redact import redact
 from carryd.index.store import Batch, Store
-from carryd.index.sync import (
-    EntryDiff,
-    EntryRow,
-    FileRecord,
-    FileStat,
-    accept_entries,
-    diff_entries,
-    plan,
-    row_for,
-    stat_trusted,
-)
-from carryd.index.tokenize import TOKENIZER_VERSION, terms
+from carryd.index.tokenize import TOKENIZER_VERSION
 
 if TYPE_CHECKING:
     pass
@@ -294,58 +276,6 @@ class _Progress:
         self._recorded = False
 
 
-@dataclass
-class _Work:
-    """What a sync found on disk against the files table (steps 1-2 of `_sync`)."""
-
-    problems: list[Problem] = field(default_factory=list)
-    file_rows: list[FileRecord] = field(default_factory=list)
-    deleted_files: list[str] = field(default_factory=list)
-    unchanged: int = 0
-    texts: dict[str, str] = field(default_factory=dict)  # path -> text of files to parse
-
-
-@dataclass(frozen=True)
-class _EntryChanges:
-    """The parsed entries of changed files, diffed against the stored ones (step 3)."""
-
-    parsed: int  # files parsed
-    accepted: tuple[Entry, ...]
-    diff: EntryDiff
-    old_by_id: Mapping[str, EntryRow]
-
-
-@dataclass(frozen=True)
-class _FileWork:
-    """What one path's sync writes, committed together (so an interrupted sync keeps whole
-    files): its entry rows, removed ids, postings, stale vectors, L0s to embed and its record
-    (None for entries of unchanged files that only catch up on vectors)."""
-
-    path: str
-    record: FileRecord | None = None
-    delete_file: bool = False
-    rows: tuple[EntryRow, ...] = ()
-    removed: tuple[str, ...] = ()
-    postings: tuple[tuple[str, dict[str, int]], ...] = ()
-    stale_vectors: tuple[str, ...] = ()
-    to_embed: tuple[tuple[str, str, str], ...] = ()  # (id, L0 hash, L0)
-
-
-@dataclass(frozen=True)
-class _SyncPlan:
-    """Everything one sync writes, decided before anything is embedded or written."""
-
-    identity_key: str
-    files: tuple[_FileWork, ...]  # sorted by path
-    drop_other_identities: bool
-    expects_vectors: bool  # entries were added, changed or left without vectors
-    retokenized: bool  # a new tokenizer: record its version with the last batch
-
-    @property
-    def to_embed(self) -> int:
-        return sum(len(work.to_embed) for work in self.files)
-
-
 def _sync(
     settings: Settings,
     store: Store,
@@ -360,9 +290,9 @@ def _sync(
     if lexicon_stale and store.counts()["entries"]:
         log.info("tokenizer version changed: recomputing every entry's postings")
         paths = None
-    work = _read_changes(settings, store, paths, lexicon_stale=lexicon_stale)
-    changes = _entry_changes(store, work, embedder, lexicon_stale=lexicon_stale)
-    notes, sync_plan = _plan_sync(store, work, changes, embedder, lexicon_stale=lexicon_stale)
+    work = read_changes(settings, store, paths, lexicon_stale=lexicon_stale)
+    changes = entry_changes(store, work, embedder, lexicon_stale=lexicon_stale)
+    notes, sync_plan = plan_sync(store, work, changes, embedder, lexicon_stale=lexicon_stale)
     applied = _apply_sync(settings, store, sync_plan, embedder, degraded, tracker)
     totals = store.counts()
     return SyncReport(
@@ -381,160 +311,6 @@ def _sync(
     )
 
 
-def _read_changes(
-    settings: Settings, store: Store, paths: Iterable[str] | None, *, lexicon_stale: bool
-) -> _Work:
-    """Given the paths that changed (None: all), return what is on disk against the files
-    table: the texts to parse, the file records to write and the files gone."""
-    root = settings.root_path
-    now_ns = time.time_ns()
-    work = _Work()
-    if paths is None:
-        scan = scan_root(root, settings.index)
-        indexed = store.file_records()
-    else:
-        wanted = _relative_paths(root, paths)
-        scan = scan_paths(root, wanted, settings.index)
-        scope = {path for path in wanted if is_markdown(path) and in_scope(path, settings.index)}
-        for path in wanted:
-            scope.update(store.file_paths_under(path))
-        scope.update(scan.files)
-        indexed = store.file_records(scope)
-    work.problems.extend(scan.problems)
-    file_plan = plan(scan.files, indexed)
-    to_read = sorted(scan.files) if lexicon_stale else file_plan.to_read
-    kept = set() if lexicon_stale else set(file_plan.unchanged)
-    work.unchanged = len(kept)
-    for path in to_read:
-        content = read_markdown(
-            root,
-            path,
-            settings.index.max_file_bytes,
-            follow_links_outside_root=settings.index.follow_links_outside_root,
-        )
-        if content is None:
-            continue
-        if isinstance(content, Problem):
-            work.problems.append(content)
-            continue
-        kept.add(path)
-        fresh = FileRecord(path, content.size, content.mtime_ns, content.sha256, now_ns)
-        record = indexed.get(path)
-        if record is None or record.sha256 != content.sha256 or lexicon_stale:
-            work.texts[path] = content.text
-            work.file_rows.append(fresh)
-            continue
-        work.unchanged += 1  # same bytes: refresh the record only when that changes something
-        same_stat = (record.size, record.mtime_ns) == (fresh.size, fresh.mtime_ns)
-        if not same_stat or stat_trusted(fresh, FileStat(fresh.size, fresh.mtime_ns)):
-            work.file_rows.append(fresh)
-    work.deleted_files = sorted(path for path in indexed if path not in kept)
-    return work
-
-
-def _entry_changes(
-    store: Store, work: _Work, embedder: Embedder | None, *, lexicon_stale: bool
-) -> _EntryChanges:
-    """Given the texts to parse, return their entries diffed against the stored ones (a
-    duplicate id is a problem appended to `work`)."""
-    parsed = {path: parse_entries(path, text) for path, text in work.texts.items()}
-    reparsed = set(parsed) | set(work.deleted_files)
-    old_rows = store.rows_for_paths(sorted(reparsed)) if reparsed else []
-    all_ids = [entry.id for entries in parsed.values() for entry in entries]
-    owners = {
-        entry_id: owner
-        for entry_id, owner in (store.owners(all_ids) if all_ids else {}).items()
-        if owner not in reparsed
-    }
-    accepted, duplicates = accept_entries(parsed, owners)
-    work.problems.extend(
-        Problem(d.path, f"duplicate entry id {d.id} (kept in {d.owner}); skipped", "duplicate_id")
-        for d in duplicates
-    )
-    identity_key = embedder.identity.key() if embedder is not None else ""
-    vector_hashes = (
-        store.vector_hashes(identity_key, [entry.id for entry in accepted]) if embedder else {}
-    )
-    diff = diff_entries(old_rows, accepted, vector_hashes, retokenize_all=lexicon_stale)
-    return _EntryChanges(
-        parsed=len(parsed),
-        accepted=tuple(accepted),
-        diff=diff,
-        old_by_id={row.id: row for row in old_rows},
-    )
-
-
-def _plan_sync(
-    store: Store,
-    work: _Work,
-    changes: _EntryChanges,
-    embedder: Embedder | None,
-    *,
-    lexicon_stale: bool,
-) -> tuple[list[str], _SyncPlan]:
-    """Given what changed, return notes for the user and the plan, per file: rows and postings
-    of new and changed entries, removed ids, vectors to drop and to embed (a model identity
-    change, or entries left without vectors by a degraded run, included) and the file record."""
-    diff, old_by_id = changes.diff, changes.old_by_id
-    identity_key = embedder.identity.key() if embedder is not None else ""
-    notes: list[str] = []
-    drop_other = False
-    catch_up: list[EntryRow] = []
-    if embedder is not None and store.meta("vectors_complete") != identity_key:
-        others = {key: n for key, n in store.vector_identities().items() if key != identity_key}
-        if others:
-            notes.append(_identity_change(store, embedder, others))
-            drop_other = True
-        handled = {entry.id for entry in changes.accepted} | set(diff.removed)
-        catch_up = [row for row in store.missing_vectors(identity_key) if row.id not in handled]
-    parts: dict[str, dict[str, list[Any]]] = {}
-
-    def part(path: str, kind: str) -> list[Any]:
-        return parts.setdefault(path, {}).setdefault(kind, [])
-
-    doc_lengths: dict[str, int] = {}
-    for entry in diff.retokenize:
-        counts = Counter(terms(redact(entry.text)))
-        doc_lengths[entry.id] = sum(counts.values())
-        part(entry.path, "postings").append((entry.id, dict(counts)))
-    rewritten = {entry.id: entry for entry in diff.new + diff.changed + diff.retokenize}
-    for entry in rewritten.values():
-        old = old_by_id.get(entry.id)
-        length = doc_lengths.get(entry.id, old.doc_len if old is not None else 0)
-        part(entry.path, "rows").append(row_for(entry, length))
-    for entry_id in diff.removed:
-        part(old_by_id[entry_id].path, "removed").append(entry_id)
-    for entry in diff.changed:
-        if old_by_id[entry.id].l0_hash != entry.l0_hash:
-            part(entry.path, "stale").append(entry.id)
-    for entry in diff.to_embed:
-        part(entry.path, "embed").append((entry.id, entry.l0_hash, entry.l0))
-    for row in catch_up:
-        part(row.path, "embed").append((row.id, row.l0_hash, row.l0))
-    records = {record.path: record for record in work.file_rows}
-    deleted = set(work.deleted_files)
-    files = tuple(
-        _FileWork(
-            path=path,
-            record=records.get(path),
-            delete_file=path in deleted,
-            rows=tuple(parts.get(path, {}).get("rows", ())),
-            removed=tuple(parts.get(path, {}).get("removed", ())),
-            postings=tuple(parts.get(path, {}).get("postings", ())),
-            stale_vectors=tuple(parts.get(path, {}).get("stale", ())),
-            to_embed=tuple(parts.get(path, {}).get("embed", ())),
-        )
-        for path in sorted(set(parts) | set(records) | deleted)
-    )
-    return notes, _SyncPlan(
-        identity_key=identity_key,
-        files=files,
-        drop_other_identities=drop_other,
-        expects_vectors=bool(diff.new or diff.changed or catch_up),
-        retokenized=lexicon_stale,
-    )
-
-
 @dataclass(frozen=True)
 class _Applied:
     embedded: int
@@ -542,10 +318,10 @@ class _Applied:
     changed_since_read: tuple[str, ...]  # files whose record was held back
 
 
-def _batches(files: tuple[_FileWork, ...]) -> list[list[_FileWork]]:
+def _batches(files: tuple[FileWork, ...]) -> list[list[FileWork]]:
     """Given the per-file work, return it packed into transactions of about
     `COMMIT_EMBEDDINGS` embeddings (or `COMMIT_ENTRIES` rows), whole files each."""
-    batches: list[list[_FileWork]] = [[]]
+    batches: list[list[FileWork]] = [[]]
     embeddings = rows = 0
     for work in files:
         if batches[-1] and (embeddings >= COMMIT_EMBEDDINGS or rows >= COMMIT_ENTRIES):
@@ -560,7 +336,7 @@ def _batches(files: tuple[_FileWork, ...]) -> list[list[_FileWork]]:
 def _apply_sync(
     settings: Settings,
     store: Store,
-    sync_plan: _SyncPlan,
+    sync_plan: SyncPlan,
     embedder: Embedder | None,
     degraded: str | None,
     tracker: _Progress,
@@ -636,7 +412,7 @@ def _apply_sync(
     return _Applied(embedded, degraded, tuple(changed))
 
 
-def _changed_since_read(root: Path, files: Iterable[_FileWork]) -> list[str]:
+def _changed_since_read(root: Path, files: Iterable[FileWork]) -> list[str]:
     """Given the files about to be committed, return those whose bytes on disk are no longer
     the bytes that were read (their stat or sha256 moved)."""
     changed: list[str] = []
@@ -658,48 +434,3 @@ def _changed_since_read(root: Path, files: Iterable[_FileWork]) -> list[str]:
         if hashlib.sha256(data).hexdigest() != work.record.sha256:
             changed.append(work.path)
     return changed
-
-
-def _identity_change(store: Store, embedder: Embedder, others: dict[str, int]) -> str:
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    backup = store.path.with_name(f"{store.path.name}.old-model-{stamp}")
-    failure = store.backup_to(backup)
-    kept = (
-        f"the old index is kept as {backup.name}"
-        if failure is None
-        else f"could not keep a copy of the old index ({failure})"
-    )
-    old = ", ".join(_identity_name(key) for key in sorted(others))
-    message = (
-        f"model identity changed from {old} to {embedder.identity.name}: re-embedding every "
-        f"entry ({sum(others.values())} old vectors dropped; {kept})"
-    )
-    log.info("%s", message)  # surfaced once through the report's notes
-    return message
-
-
-def _identity_name(key: str) -> str:
-    try:
-        data = json.loads(key)
-    except ValueError:
-        return key
-    return f"{data.get('name')} ({data.get('file')}, {data.get('dim')}-d)"
-
-
-def _relative_paths(root: Path, paths: Iterable[str]) -> list[str]:
-    resolved_root = root.resolve()
-    out: list[str] = []
-    for path in paths:
-        text = os.fspath(path)
-        if os.path.isabs(text):
-            candidate = Path(text)
-            for base in (root, resolved_root):
-                try:
-                    text = candidate.relative_to(base).as_posix()
-                    break
-                except ValueError:
-                    continue
-            else:
-                continue  # outside the root
-        out.append(Path(text).as_posix().strip("/"))
-    return out

@@ -22,6 +22,9 @@ lexical-only answer with ``"degraded": "<why>"``; `recall` never raises on a wel
 work in-process otherwise. In-process, the index is used as it is — recall never syncs on
 every call — except when there is no index at all: then the root is synced once first, so
 `carryd recall` works on a fresh root without a separate `carryd index`.
+
+The answer's JSON shape (the CLI contract, and the daemon's socket) is `recall_json`; its names
+are re-exported here.
 """
 
 from __future__ import annotations
@@ -36,11 +39,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from carryd.daemon.recall_json import (  # noqa: F401 — re-exported
+    answer_from_json,
+    answer_json,
+    hit_json,
+)
 from carryd.index.entries import Entry, parse_entries
 from carryd.index.errors import CarrydError
-from carryd.index.fusion import ArmEvidence, SemanticCalibration, calibration_for
+from carryd.index.fusion import SemanticCalibration, calibration_for
 from carryd.index.lexical import TermPostings, query_terms
-from carryd.index.recall import QueryTerms, RecallAnswer, RecallHit, RecallOptions, recall
+from carryd.index.recall import QueryTerms, RecallAnswer, RecallOptions, recall
 from carryd.index.redact import redact
 from carryd.index.snapshot import (
     Scope,
@@ -447,102 +455,3 @@ def _read_entries(root: Path, path: str) -> Mapping[str, Entry] | str:
     except (OSError, UnicodeDecodeError):
         return "unreadable"
     return {entry.id: entry for entry in parse_entries(path, text)}
-
-
-def _evidence_json(evidence: ArmEvidence | None, arm: str) -> dict[str, Any] | None:
-    if evidence is None:
-        return None
-    out: dict[str, Any] = {
-        "rank": evidence.rank,
-        ("bm25" if arm == "lexical" else "cosine"): round(evidence.raw, 6),
-        "confidence": round(evidence.confidence, 6),
-        "divisor": evidence.divisor,
-        "contribution": round(evidence.contribution, 8),
-    }
-    if arm == "lexical":
-        out["matched"] = list(evidence.matched)
-    return out
-
-
-def hit_json(hit: RecallHit) -> dict[str, Any]:
-    """Given a hit, return its JSON shape (the CLI contract), redacted (I3)."""
-    out: dict[str, Any] = {
-        "id": hit.id,
-        "workspace": hit.workspace,
-        "path": hit.path,
-        "line_start": hit.line_start,
-        "line_end": hit.line_end,
-        "l0": redact(hit.l0),
-        "l0_source": hit.l0_source,
-        "score": round(hit.score, 8),
-        "confidence": round(hit.confidence, 6),
-        "decision": hit.decision,
-        "match_reason": hit.match_reason,
-        "arms": {
-            "lexical": _evidence_json(hit.lexical, "lexical"),
-            "semantic": _evidence_json(hit.semantic, "semantic"),
-        },
-    }
-    if hit.parent_of is not None:
-        out["parent_of"] = hit.parent_of
-    if hit.slot is not None:
-        out["slot"] = redact(hit.slot)
-    return out
-
-
-def answer_json(answer: RecallAnswer) -> dict[str, Any]:
-    """Given a typed answer, return the CLI contract's JSON answer (redacted)."""
-    return {
-        "query": answer.query,
-        "workspace": answer.workspace,
-        "degraded": answer.degraded,
-        "hits": [hit_json(hit) for hit in answer.hits],
-    }
-
-
-def _evidence_of(data: object, arm: str) -> ArmEvidence | None:
-    if not isinstance(data, Mapping):
-        return None
-    return ArmEvidence(
-        rank=int(data["rank"]),
-        raw=float(data["bm25" if arm == "lexical" else "cosine"]),
-        confidence=float(data["confidence"]),
-        divisor=float(data["divisor"]),
-        contribution=float(data["contribution"]),
-        matched=tuple(data.get("matched") or ()),
-    )
-
-
-def answer_from_json(data: Mapping[str, Any]) -> RecallAnswer:
-    """Given a JSON answer (from the daemon's socket), return the typed answer."""
-    hits = []
-    for item in data.get("hits") or ():
-        arms = item.get("arms") or {}
-        hits.append(
-            RecallHit(
-                id=str(item["id"]),
-                workspace=item.get("workspace"),
-                path=str(item["path"]),
-                line_start=int(item["line_start"]),
-                line_end=int(item["line_end"]),
-                l0=str(item.get("l0") or ""),
-                l0_source=item.get("l0_source", "truncate"),
-                score=float(item.get("score", 0.0)),
-                confidence=float(item.get("confidence", 0.0)),
-                decision=item.get("decision", "inject"),
-                match_reason=item.get("match_reason", "lexical"),
-                lexical=_evidence_of(arms.get("lexical"), "lexical"),
-                semantic=_evidence_of(arms.get("semantic"), "semantic"),
-                parent_of=item.get("parent_of"),
-                slot=item.get("slot"),
-            )
-        )
-    return RecallAnswer(
-        query=str(data.get("query", "")),
-        workspace=data.get("workspace"),
-        degraded=data.get("degraded"),
-        hits=tuple(hits),
-    )
-
-
-# --- the in-process shell ----------------------------------------------------------------

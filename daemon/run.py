@@ -20,14 +20,15 @@ embedding and resumes at the next start), stop, exit 0; during the model load, s
 without waiting for the load (a download cannot be interrupted) and never reconcile.
 SIGHUP: re-read the config, log what changed, apply it (a bad config is logged and the old
 settings kept; the root, the state folder and the model need a restart and are kept too).
+
+The lock is `daemon_lock`, the reload's pure merge `settings_reload`, the query thread
+`query_service`; this module owns the lifecycle and re-exports their names.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
-import fcntl
 import logging
 import os
 import select
@@ -36,7 +37,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -44,14 +44,20 @@ from typing import TYPE_CHECKING, Any
 
 from carryd.daemon.config import Settings, load_settings
 from carryd.daemon.control import ControlServer, socket_answers
-from carryd.daemon.errors import ConfigError, DaemonRunning, UsageError
+from carryd.daemon.daemon_lock import LOCK_FILE, DaemonLock  # noqa: F401 — re-exported
+from carryd.daemon.errors import ConfigError
 from carryd.daemon.layout import open_store
-from carryd.daemon.model import load_embedder_for, model_identity_text
+from carryd.daemon.model import load_embedder_for
 from carryd.daemon.notify import sd_notify
 from carryd.daemon.progress import LINE_EVERY
-from carryd.daemon.recall_access import ThreadRecall
-from carryd.daemon.recalling import Recaller, WarmSnapshot
+from carryd.daemon.query_service import QueryService
+from carryd.daemon.recalling import WarmSnapshot
 from carryd.daemon.scheduler import Scheduler
+from carryd.daemon.settings_reload import (  # noqa: F401 — re-exported
+    RESTART_ONLY,
+    changed_keys,
+    merge_reload,
+)
 from carryd.daemon.state import DaemonState
 from carryd.daemon.watcher import Watcher
 from carryd.daemon.worker import Indexer, StopSync, Worker, release_memory
@@ -66,96 +72,12 @@ SignalHandler = Callable[[int, FrameType | None], Any] | int | signal.Handlers |
 
 log = logging.getLogger(__name__)
 
-LOCK_FILE = "daemon.lock"
-# Settings a running daemon cannot switch to: they are kept until a restart.
-# `model_keys_written` (which [model] keys the file names) is part of the model identity.
-RESTART_ONLY = ("root", "index.state_dir", "model", "model_keys_written")
 # systemd counts its start timeout (90 s by default) until READY=1; while the model loads or
 # downloads, ask for this much more every EXTEND_EVERY seconds.
 EXTEND_EVERY = 10.0
 EXTEND_BY_USEC = 30_000_000
 # A sync embedding at least this many entries logs its progress (a cold root, a new model).
 LOG_PROGRESS_FROM = 500
-
-
-# --- the lock ----------------------------------------------------------------------------
-
-
-class DaemonLock:
-    """An exclusive flock on `<state>/daemon.lock` holding the owner's pid.
-
-    The kernel drops the lock when the process dies (even by kill -9), so a crashed
-    daemon never blocks the next one. The file itself stays: unlinking it would let two
-    daemons lock two different files.
-    """
-
-    def __init__(self, settings: Settings) -> None:
-        self.path = settings.state_path / LOCK_FILE
-        self.root = settings.root_path
-        self._descriptor: int | None = None
-
-    def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(descriptor, 64, 0).decode("ascii", "replace").strip() or "unknown"
-            os.close(descriptor)
-            raise DaemonRunning(
-                f"another carryd daemon (pid {holder}) already serves {self.root} "
-                f"(lock {self.path}); stop it first, or see `carryd status --root {self.root}`"
-            ) from None
-        os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, f"{os.getpid()}\n".encode("ascii"), 0)
-        self._descriptor = descriptor
-
-    def release(self) -> None:
-        if self._descriptor is not None:
-            os.close(self._descriptor)
-            self._descriptor = None
-
-    def __enter__(self) -> DaemonLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-# --- settings reload (pure) --------------------------------------------------------------
-
-
-def changed_keys(old: object, new: object, prefix: str = "") -> list[str]:
-    """Given two settings values, return the dotted keys whose values differ."""
-    if dataclasses.is_dataclass(old) and dataclasses.is_dataclass(new):
-        keys: list[str] = []
-        for field in dataclasses.fields(old):
-            if field.name == "config_file":
-                continue
-            keys += changed_keys(
-                getattr(old, field.name), getattr(new, field.name), f"{prefix}{field.name}."
-            )
-        return keys
-    if isinstance(old, Mapping) and isinstance(new, Mapping):
-        return [] if dict(old) == dict(new) else [prefix.rstrip(".")]
-    return [] if old == new else [prefix.rstrip(".")]
-
-
-def merge_reload(old: Settings, new: Settings) -> tuple[Settings, list[str], list[str]]:
-    """Given the running and the re-read settings, return (effective, applied, kept) keys."""
-    changed = changed_keys(old, new)
-    kept = [k for k in changed if any(k == r or k.startswith(r + ".") for r in RESTART_ONLY)]
-    applied = [k for k in changed if k not in kept]
-    index = dataclasses.replace(new.index, state_dir=old.index.state_dir)
-    effective = dataclasses.replace(
-        new,
-        root=old.root,
-        model=old.model,
-        model_keys_written=old.model_keys_written,
-        index=index,
-    )
-    return effective, applied, kept
 
 
 # --- stopping between embedding slices ------------------------------------------------------
@@ -195,112 +117,6 @@ class InterruptibleEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._embedder.embed_query(text)
-
-
-# --- the query thread --------------------------------------------------------------------
-
-
-class QueryService:
-    """Answer recall / expand / status reads on one query thread.
-
-    The daemon has ONE `Store`, shared with the worker: the store is built for one writer
-    and any number of reader threads (writes on its own connection in one transaction per
-    batch, reads on a second connection that sees the last commit), so requests are
-    answered while a sync runs. Opening a second `Store` in the same process is avoided on
-    purpose: SQLite's POSIX locks are per process, and another open/close of the database
-    file in this process would drop the locks the first store's connections hold. The
-    embedder is shared too: onnxruntime's `run` and the tokenizer are safe to call from two
-    threads (checked with the real model), so a recall never waits for a sync's embedding.
-    The warm `Recaller` is rebuilt when the settings change and reloads its caches itself
-    when `store.generation()` moves.
-    """
-
-    def __init__(
-        self,
-        settings: Settings,
-        store: Store,
-        embedder: Embedder | None,
-        degraded: str | None,
-        state: DaemonState,
-        *,
-        warm: WarmSnapshot | None = None,
-    ) -> None:
-        self.settings = settings
-        self._store = store
-        self._embedder = embedder
-        self._degraded = degraded
-        self._state = state
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="carryd-query")
-        self._thread_recall = ThreadRecall(store, embedder, degraded, warm=warm)
-
-    def reload(self, settings: Settings) -> None:
-        self.settings = settings
-
-    def handlers(self) -> dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]]:
-        return {
-            "ping": lambda params: {"pong": True, "pid": os.getpid()},
-            "status": lambda params: self._call(self._status, params),
-            "recall": lambda params: self._call(self._recall, params),
-            "expand": lambda params: self._call(self._expand, params),
-        }
-
-    def model_info(self) -> dict[str, Any]:
-        identity = getattr(self._embedder, "identity", None)
-        text = model_identity_text(self.settings, identity)
-        return {
-            "identity": text,
-            "key": identity.key() if identity is not None else None,
-            "loaded": self._embedder is not None,
-            "degraded": self._degraded,
-        }
-
-    def stop(self) -> None:
-        """Finish the request in progress, then join the thread."""
-        self._executor.shutdown(wait=True)
-        self._thread_recall.close()
-
-    # on the query thread
-
-    def _call(
-        self, method: Callable[[Mapping[str, Any]], dict[str, Any]], params: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        return self._executor.submit(method, params).result()
-
-    def _recaller_now(self) -> Recaller:
-        return self._thread_recall.current(self.settings).recaller()
-
-    def _status(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        snapshot = self._state.snapshot()
-        snapshot["model"] = self.model_info()
-        snapshot["counts"] = dict(self._store.counts())
-        return snapshot
-
-    def _recall(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        query = params.get("query")
-        if not isinstance(query, str) or not query.strip():
-            raise UsageError("recall: a non-empty query string is required")
-        workspace = params.get("workspace")
-        limit = params.get("limit")
-        min_confidence = params.get("min_confidence")
-        if workspace is not None and not isinstance(workspace, str):
-            raise UsageError("recall: workspace must be a string")
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
-            raise UsageError("recall: limit must be an integer")
-        if min_confidence is not None and (
-            isinstance(min_confidence, bool) or not isinstance(min_confidence, int | float)
-        ):
-            raise UsageError("recall: min_confidence must be a number")
-        return dict(
-            self._recaller_now().recall(
-                query, workspace=workspace, limit=limit, min_confidence=min_confidence
-            )
-        )
-
-    def _expand(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        ids = params.get("ids")
-        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            raise UsageError("expand: ids must be a list of strings")
-        return dict(self._recaller_now().expand(ids))
 
 
 # --- the daemon --------------------------------------------------------------------------
