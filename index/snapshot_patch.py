@@ -5,6 +5,7 @@ next snapshot, sharing the unchanged parts of the old one (see `snapshot.py`). P
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from carryd.index.fusion import SemanticCalibration
@@ -102,6 +103,30 @@ def apply_changes(
     return _with_vectors(previous, base, rows, changed, vectors, calibration, dim)
 
 
+@dataclass(frozen=True)
+class _VectorChange:
+    """What a refresh does to the vector rows: the live mask with the rows of changed ids
+    marked dead, and the ids appended with their vectors and whether the model reads them."""
+
+    live: np.ndarray
+    dying_ids: list[str]
+    appended: list[str]
+    new_block: np.ndarray  # float32 [len(appended), dim]
+    new_readable: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class _VectorSide:
+    """The vector rows of a patched snapshot."""
+
+    vector_ids: tuple[str, ...]
+    buffer: np.ndarray | None
+    live: np.ndarray
+    vector_of: Mapping[str, int]
+    readable: np.ndarray | None
+    vector_rows: np.ndarray
+
+
 def _with_vectors(
     previous: Snapshot,
     base: dict[str, Any],
@@ -124,80 +149,126 @@ def _with_vectors(
         entry_id for entry_id in sorted(changed) if entry_id in vectors and entry_id in rows
     ]
     if not dying and not appended and row_of is previous.row_of:
-        return Snapshot(
-            **base,
-            vector_ids=previous.vector_ids,
-            matrix=previous.matrix,
-            vector_rows=previous.vector_rows,
-            vector_live=previous.vector_live,
-            vector_readable=previous.vector_readable,
-            vector_problem=previous.vector_problem,
-            vector_of=previous.vector_of,
-            buffer=previous.buffer,
-        )
+        return _vectors_unchanged(previous, base)
     live = previous.vector_live.copy()
     if dying:
         live[np.asarray(dying, dtype=np.int64)] = False
     dead = count - int(np.count_nonzero(live))
-    new_block = _blobs(vectors, appended, dim)
-    new_readable = readable_rows(calibration, rows, appended)
+    change = _VectorChange(
+        live=live,
+        dying_ids=dying_ids,
+        appended=appended,
+        new_block=_blobs(vectors, appended, dim),
+        new_readable=readable_rows(calibration, rows, appended),
+    )
     if buffer is None or count + len(appended) > len(buffer) or 4 * dead > count:
-        # Compact (dead rows go) and leave spare rows: amortised over the changes since.
-        keep = np.flatnonzero(live)
-        vector_ids = tuple(previous.vector_ids[position] for position in keep.tolist())
-        vector_ids += tuple(appended)
-        blocks = [previous.matrix[keep]] if previous.matrix is not None and keep.size else []
-        blocks += [new_block] if appended else []
-        if not blocks:
-            if rows:
-                return None  # the full load says "no vectors for this model yet"
-            buffer = None
-        else:
-            buffer = with_spare(np.concatenate(blocks))
-        live = np.ones(len(vector_ids), dtype=bool)
-        vector_of: Mapping[str, int] = {
-            entry_id: position for position, entry_id in enumerate(vector_ids)
-        }
-        readable = None
-        if previous.vector_readable is not None and new_readable is not None:
-            readable = np.concatenate([previous.vector_readable[keep], new_readable])
-        vector_rows = np.fromiter(
-            (row_of[entry_id] for entry_id in vector_ids), dtype=np.int64, count=len(vector_ids)
-        )
+        side = _compacted(previous, change, rows, row_of)
+        if side is None:
+            return None  # the full load says "no vectors for this model yet"
     else:
-        # Spare rows past `count`: no older snapshot's matrix reaches them.
-        if appended:
-            buffer[count : count + len(appended)] = new_block
-        vector_ids = previous.vector_ids + tuple(appended)
-        live = np.concatenate([live, np.ones(len(appended), dtype=bool)])
-        vector_of = Layered.of(old_of).changed(
-            dying_ids, {entry_id: count + offset for offset, entry_id in enumerate(appended)}
-        )
-        readable = None
-        if previous.vector_readable is not None and new_readable is not None:
-            readable = np.concatenate([previous.vector_readable, new_readable])
-        if row_of is previous.row_of:
-            tail = np.fromiter((row_of[i] for i in appended), dtype=np.int64, count=len(appended))
-            vector_rows = np.concatenate([previous.vector_rows, tail])
-        else:
-            # Ids came or went: every entry row moved. A dead vector row points at row 0; its
-            # `vector_live` keeps it out of every scope.
-            vector_rows = np.fromiter(
-                (row_of.get(entry_id, 0) for entry_id in vector_ids),
-                dtype=np.int64,
-                count=len(vector_ids),
-            )
-    total = len(vector_ids)
+        side = _appended_in_place(previous, buffer, change, row_of)
+    total = len(side.vector_ids)
     return Snapshot(
         **base,
-        vector_ids=vector_ids,
-        matrix=buffer[:total] if buffer is not None else None,
-        vector_rows=vector_rows,
-        vector_live=live,
-        vector_readable=readable,
+        vector_ids=side.vector_ids,
+        matrix=side.buffer[:total] if side.buffer is not None else None,
+        vector_rows=side.vector_rows,
+        vector_live=side.live,
+        vector_readable=side.readable,
         vector_problem=None,
-        vector_of=vector_of,
+        vector_of=side.vector_of,
+        buffer=side.buffer,
+    )
+
+
+def _vectors_unchanged(previous: Snapshot, base: dict[str, Any]) -> Snapshot:
+    """Given the patched entry side of a refresh that left every vector row as it was, return
+    the snapshot sharing the previous one's vector rows."""
+    return Snapshot(
+        **base,
+        vector_ids=previous.vector_ids,
+        matrix=previous.matrix,
+        vector_rows=previous.vector_rows,
+        vector_live=previous.vector_live,
+        vector_readable=previous.vector_readable,
+        vector_problem=previous.vector_problem,
+        vector_of=previous.vector_of,
+        buffer=previous.buffer,
+    )
+
+
+def _compacted(
+    previous: Snapshot,
+    change: _VectorChange,
+    rows: Mapping[str, EntryRow],
+    row_of: Mapping[str, int],
+) -> _VectorSide | None:
+    """Given a vector change, return the vector rows copied into a new buffer with spare rows
+    (dead rows dropped), or None when entries are left and no vector is."""
+    import numpy as np
+
+    # Compact (dead rows go) and leave spare rows: amortised over the changes since.
+    keep = np.flatnonzero(change.live)
+    vector_ids = tuple(previous.vector_ids[position] for position in keep.tolist())
+    vector_ids += tuple(change.appended)
+    blocks = [previous.matrix[keep]] if previous.matrix is not None and keep.size else []
+    blocks += [change.new_block] if change.appended else []
+    buffer: np.ndarray | None
+    if not blocks:
+        if rows:
+            return None
+        buffer = None
+    else:
+        buffer = with_spare(np.concatenate(blocks))
+    readable = None
+    if previous.vector_readable is not None and change.new_readable is not None:
+        readable = np.concatenate([previous.vector_readable[keep], change.new_readable])
+    return _VectorSide(
+        vector_ids=vector_ids,
         buffer=buffer,
+        live=np.ones(len(vector_ids), dtype=bool),
+        vector_of={entry_id: position for position, entry_id in enumerate(vector_ids)},
+        readable=readable,
+        vector_rows=np.fromiter(
+            (row_of[entry_id] for entry_id in vector_ids), dtype=np.int64, count=len(vector_ids)
+        ),
+    )
+
+
+def _appended_in_place(
+    previous: Snapshot, buffer: np.ndarray, change: _VectorChange, row_of: Mapping[str, int]
+) -> _VectorSide:
+    """Given a vector change that fits the buffer, return the vector rows with the new vectors
+    written to spare rows past `count`: no older snapshot's matrix reaches them."""
+    import numpy as np
+
+    count, appended = len(previous.vector_ids), change.appended
+    if appended:
+        buffer[count : count + len(appended)] = change.new_block
+    vector_ids = previous.vector_ids + tuple(appended)
+    readable = None
+    if previous.vector_readable is not None and change.new_readable is not None:
+        readable = np.concatenate([previous.vector_readable, change.new_readable])
+    if row_of is previous.row_of:
+        tail = np.fromiter((row_of[i] for i in appended), dtype=np.int64, count=len(appended))
+        vector_rows = np.concatenate([previous.vector_rows, tail])
+    else:
+        # Ids came or went: every entry row moved. A dead vector row points at row 0; its
+        # `vector_live` keeps it out of every scope.
+        vector_rows = np.fromiter(
+            (row_of.get(entry_id, 0) for entry_id in vector_ids),
+            dtype=np.int64,
+            count=len(vector_ids),
+        )
+    return _VectorSide(
+        vector_ids=vector_ids,
+        buffer=buffer,
+        live=np.concatenate([change.live, np.ones(len(appended), dtype=bool)]),
+        vector_of=Layered.of(previous.vector_of).changed(
+            change.dying_ids, {entry_id: count + offset for offset, entry_id in enumerate(appended)}
+        ),
+        readable=readable,
+        vector_rows=vector_rows,
     )
 
 
