@@ -1,4 +1,4 @@
-"""Given a path, return the index database (the one SQLite shell module of `index/`).
+"""Given a path, return the index database (the SQLite shell of `index/`).
 
 `<root>/.carryd/index.sqlite`, WAL mode, `synchronous=NORMAL`. Tables:
 
@@ -13,17 +13,8 @@
 No memory text is stored except the (already redacted) L0: full text is read from the Markdown
 files on expand. `Store.open` never leaves a caller with an unusable index: a truncated or
 corrupt file, or one of another schema version, is moved aside (`index.sqlite.corrupt-<UTC>`,
-`.old-schema-<UTC>`, never deleted) and a fresh index is built; `.recovered` says what happened.
-
-Corruption is only what SQLite itself calls corrupt (SQLITE_CORRUPT, SQLITE_NOTADB, a failed
-`quick_check`, a header that is not SQLite's). A full disk, a read-only file system and a
-denied permission are not: the index is left where it is and `IndexUnavailable` names the cause
-(an empty file is an empty database, not a truncated one). A transaction SQLite already rolled
-back (it does on SQLITE_FULL) is not rolled back again, so the error a caller sees is the cause.
-
-Permissions: the state folder is 0700 and every file in it (the index with its `-wal` and
-`-shm`, carries, manifests, state files) 0600, whatever the umask; `Store.open` makes an
-existing install so. SQLite gives the `-wal`/`-shm` files the mode of the database file.
+`.old-schema-<UTC>`, never deleted) and a fresh index is built; `.recovered` says what happened
+(what counts as corrupt, and the file permissions: `store_file.py`).
 
 One writer (the sync) and any number of reader threads: writes go through their own connection
 in one transaction per `Batch`; reads use a second connection (SQLite is built serialized here,
@@ -58,7 +49,6 @@ from carryd.index.store_file import (
     open_read_write,
     os_cause,
     read_only_connections,
-    rollback,
     secure_state_folder,
     sqlite_code,
     unavailable_error,
@@ -67,7 +57,7 @@ from carryd.index.store_write import (
     LARGE_BATCH_CACHE_KIB,
     LARGE_BATCH_ROWS,
     Batch,
-    apply_batch,
+    commit_batch,
     create_change_log,
 )
 from carryd.index.sync import EntryRow, FileRecord
@@ -468,16 +458,7 @@ class Store:
             connection.execute(f"PRAGMA cache_size = -{LARGE_BATCH_CACHE_KIB}")
         try:
             self._ensure_change_log()  # inside: a full or read-only disk is told as such
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                apply_batch(connection, batch)
-                connection.execute(
-                    "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
-                )
-                connection.execute("COMMIT")
-            except BaseException:
-                rollback(connection)
-                raise
+            commit_batch(connection, batch)
         except sqlite3.DatabaseError as error:
             if is_corruption(error):
                 raise IndexCorrupt(f"{self.path}: {error}; it will be rebuilt") from error

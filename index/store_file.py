@@ -1,6 +1,16 @@
 """Given the index path, open its SQLite file safely: the schema, the diagnosis of a bad file and
 moving it aside, private permissions, and the cause behind an SQLite error (see `store.py`).
 
+Corruption is only what SQLite itself calls corrupt (SQLITE_CORRUPT, SQLITE_NOTADB, a failed
+`quick_check`, a header that is not SQLite's). A full disk, a read-only file system and a
+denied permission are not: the index is left where it is and `IndexUnavailable` names the cause
+(an empty file is an empty database, not a truncated one). A transaction SQLite already rolled
+back (it does on SQLITE_FULL) is not rolled back again, so the error a caller sees is the cause.
+
+Permissions: the state folder is 0700 and every file in it (the index with its `-wal` and
+`-shm`, carries, manifests, state files) 0600, whatever the umask; `Store.open` makes an
+existing install so. SQLite gives the `-wal`/`-shm` files the mode of the database file.
+
 An IO shell module: only `store.py` and `store_write.py` use it.
 """
 

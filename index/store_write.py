@@ -163,3 +163,18 @@ def apply_batch(connection: sqlite3.Connection, batch: Batch) -> None:
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('vectors_complete', ?)",
             (batch.vectors_complete,),
         )
+
+
+def commit_batch(connection: sqlite3.Connection, batch: Batch) -> None:
+    """Given the write connection, write `batch` and bump the generation in one transaction
+    (rolled back whole on any error)."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        apply_batch(connection, batch)
+        connection.execute(
+            "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
+        )
+        connection.execute("COMMIT")
+    except BaseException:
+        rollback(connection)
+        raise
