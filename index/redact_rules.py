@@ -266,7 +266,7 @@ _TOKEN_RULES: tuple[Rule, ...] = (
         lambda value: password_value(value) and not value.isdigit(),  # `-u 1000:1000` is uid:gid
         triggers=("-u", "--user"),
     ),
-    # (detect-secrets' fixed-shape patterns come here, see _rules)
+    # (detect-secrets' fixed-shape patterns come here, see all_rules)
 )
 
 # Values after a name: a secret only by where it stands, so any token rule names it first.

@@ -117,6 +117,7 @@ def readable_rows(
 
 
 def doc_lengths_of(rows: Mapping[str, EntryRow], entry_ids: Sequence[str]) -> np.ndarray:
+    """Given the rows in row order, return each one's BM25 document length."""
     import numpy as np
 
     return np.fromiter(

@@ -294,6 +294,7 @@ def entry_row(row: Sequence[Any]) -> EntryRow:
 
 
 def is_corruption(error: sqlite3.DatabaseError) -> bool:
+    """Given an SQLite error, return whether SQLite calls the file corrupt."""
     # SQLITE_CORRUPT (11) and SQLITE_NOTADB (26); "locked", constraint and usage errors are not.
     code = sqlite_code(error)
     if code is not None:
@@ -302,6 +303,7 @@ def is_corruption(error: sqlite3.DatabaseError) -> bool:
 
 
 def sqlite_code(error: sqlite3.Error) -> int | None:
+    """Given an SQLite error, return its primary result code (None: unknown)."""
     code = getattr(error, "sqlite_errorcode", None)
     return None if code is None else int(code) & 0xFF
 
@@ -400,4 +402,5 @@ def _state_modes(folder: Path) -> Iterable[tuple[Path, int]]:
 
 
 def ids_json(values: Iterable[str]) -> str:
+    """Given ids, return them as one JSON array, the parameter of `IDS_IN`."""
     return json.dumps(list(values), ensure_ascii=False)
