@@ -13,6 +13,9 @@ imported inside functions only, so importing carryd stays instant.
 - `FastEmbedder` implements `Embedder` on fastembed. It adds the prefixes (fastembed does not),
   loads the ONNX session lazily on first use, and turns every way a model can be missing into
   `EmbedderUnavailable` with a message that names what is missing and the fix.
+
+The identity itself (`ModelIdentity`, the default, configured keys) lives in `model_identity.py`
+and the choice of ONNX output in `onnx_output.py`; both are re-exported here.
 """
 
 from __future__ import annotations
@@ -22,57 +25,54 @@ import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from carryd.index.errors import EmbedderUnavailable
+from carryd.index.model_identity import (
+    DEFAULT_IDENTITY,
+    E5_PASSAGE_PREFIX,
+    E5_QUERY_PREFIX,
+    IDENTITY_KEYS,
+    POOLINGS,
+    ModelIdentity,
+    Pooling,
+    checked_identity,
+    identity_for_default,
+    is_e5,
+    known_keys,
+)
+from carryd.index.onnx_output import FLOAT_TYPES, OnnxOutput, OutputProblem, pick_output
+
+__all__ = [
+    "DEFAULT_IDENTITY",
+    "E5_PASSAGE_PREFIX",
+    "E5_QUERY_PREFIX",
+    "FLOAT_TYPES",
+    "IDENTITY_KEYS",
+    "POOLINGS",
+    "DownloadGuard",
+    "Embedder",
+    "FastEmbedder",
+    "ModelIdentity",
+    "OnnxOutput",
+    "OutputProblem",
+    "Pooling",
+    "identity_for_default",
+    "identity_for_folder",
+    "is_e5",
+    "known_keys",
+    "pick_output",
+]
 
 if TYPE_CHECKING:
     import numpy as np
 
 log = logging.getLogger(__name__)
 
-Pooling = Literal["mean", "cls"]
-POOLINGS: tuple[str, ...] = ("mean", "cls")
-E5_QUERY_PREFIX = "query: "
-E5_PASSAGE_PREFIX = "passage: "
 # Where an ONNX file usually sits in a model folder, most likely first.
 ONNX_CANDIDATES = ("model.onnx", "onnx/model_quantized.onnx", "onnx/model.onnx")
 FIX_HINT = "set model.model_path in the config or CARRYD_MODEL_PATH to a local model folder"
-
-
-@dataclass(frozen=True)
-class ModelIdentity:
-    """What makes two vectors comparable: same identity, same embedding space."""
-
-    name: str
-    file: str
-    query_prefix: str
-    passage_prefix: str
-    dim: int
-    pooling: str
-
-    def key(self) -> str:
-        """Given this identity, return the stable string stored with its vectors."""
-        return json.dumps(
-            {f.name: getattr(self, f.name) for f in fields(self)},
-            sort_keys=True,
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
-
-
-# The default model (DESIGN.md): multilingual E5 small, int8, downloaded once.
-DEFAULT_IDENTITY = ModelIdentity(
-    name="Xenova/multilingual-e5-small",
-    file="onnx/model_quantized.onnx",
-    query_prefix=E5_QUERY_PREFIX,
-    passage_prefix=E5_PASSAGE_PREFIX,
-    dim=384,
-    pooling="mean",
-)
-IDENTITY_KEYS: tuple[str, ...] = tuple(f.name for f in fields(ModelIdentity))
 
 
 class Embedder(Protocol):
@@ -100,26 +100,6 @@ class DownloadGuard(Protocol):
         ...
 
     def download_succeeded(self, identity: ModelIdentity) -> None: ...
-
-
-def is_e5(name: str) -> bool:
-    """Given a model name, return whether it is an E5 model (which needs prefixes)."""
-    return "e5" in name.lower()
-
-
-def identity_for_default(configured: Mapping[str, Any]) -> ModelIdentity:
-    """Given the explicitly configured model keys, return the identity of a downloaded model.
-
-    Without keys this is the default model; a configured other `name` gets E5 prefixes only when
-    it is an E5 model, unless prefixes are configured too.
-    """
-    identity = replace(DEFAULT_IDENTITY, **_known(configured))
-    if "name" in configured and not is_e5(identity.name):
-        if "query_prefix" not in configured:
-            identity = replace(identity, query_prefix="")
-        if "passage_prefix" not in configured:
-            identity = replace(identity, passage_prefix="")
-    return _checked(identity, source="config")
 
 
 def identity_for_folder(folder: Path, configured: Mapping[str, Any]) -> ModelIdentity:
@@ -158,20 +138,7 @@ def identity_for_folder(folder: Path, configured: Mapping[str, Any]) -> ModelIde
         dim=dim,
         pooling=configured.get("pooling") or _folder_pooling(folder),
     )
-    return _checked(identity, source=str(folder))
-
-
-def _known(configured: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in configured.items() if key in IDENTITY_KEYS}
-
-
-def _checked(identity: ModelIdentity, *, source: str) -> ModelIdentity:
-    if identity.pooling not in POOLINGS:
-        raise EmbedderUnavailable(
-            f"{source}: model pooling {identity.pooling!r} is not supported (use one of "
-            f"{', '.join(POOLINGS)}); set model.pooling in the config"
-        )
-    return identity
+    return checked_identity(identity, source=str(folder))
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -443,55 +410,6 @@ class FastEmbedder:
             f"the default model {self.identity.name} ({self.identity.file}) is not in {where} "
             f"and {why}: {detail}; {FIX_HINT}, or allow a one-time download"
         )
-
-
-@dataclass(frozen=True)
-class OnnxOutput:
-    """One output of an ONNX graph: name, element type ("tensor(float)") and shape (an int per
-    fixed axis, None or a name for a symbolic one)."""
-
-    name: str
-    type: str
-    shape: tuple[int | str | None, ...]
-
-
-@dataclass(frozen=True)
-class OutputProblem:
-    reason: str
-    fixed: bool = False  # the reason says how to fix it
-
-
-FLOAT_TYPES = ("tensor(float)", "tensor(float16)", "tensor(double)", "tensor(bfloat16)")
-
-
-def pick_output(outputs: Sequence[OnnxOutput], dim: int) -> str | OutputProblem:
-    """Given an ONNX graph's outputs and the identity's dim, return the name of the token
-    embeddings output to pool ([batch, tokens, dim] floats), or why there is none.
-
-    The first output wins when it fits (what fastembed does by default); otherwise the first
-    output that fits with exactly `dim` as its last axis.
-    """
-    tokens = [o for o in outputs if o.type in FLOAT_TYPES and len(o.shape) == 3]
-    if tokens and tokens[0] is outputs[0]:
-        size = outputs[0].shape[2]
-        if size == dim or not isinstance(size, int):  # a symbolic size: the test sentence checks
-            return outputs[0].name
-    for output in tokens:
-        if output.shape[2] == dim:
-            return output.name
-    described = ", ".join(f"{o.name!r} {o.type} {list(o.shape)}" for o in outputs) or "none"
-    if tokens:
-        sizes = sorted({str(o.shape[2]) for o in tokens})
-        return OutputProblem(
-            f"its token embeddings have {' or '.join(sizes)} dimensions, not {dim} (outputs: "
-            f"{described}); set model.dim = {sizes[0]} in the config, or fix hidden_size in "
-            "config.json",
-            fixed=True,
-        )
-    return OutputProblem(
-        "no output of its ONNX graph is token embeddings [batch, tokens, "
-        f"{dim}] floats (outputs: {described})"
-    )
 
 
 def _onnx_outputs(model: Any) -> tuple[OnnxOutput, ...] | None:

@@ -1,0 +1,180 @@
+"""Given a write connection, apply one `Batch` and keep the change log (see `store.py`).
+
+A write is one transaction per batch; triggers on `entries` and `vectors` stamp every id a
+commit touches with the generation it makes, which a warm reader refreshes from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from carryd.index.store_file import ENTRY_COLUMNS, IDS_IN, ids_json, rollback
+from carryd.index.sync import EntryRow, FileRecord
+
+# A batch writing more rows than this gets a larger page cache for its transaction.
+LARGE_BATCH_ROWS = 20_000
+LARGE_BATCH_CACHE_KIB = 65_536
+
+
+# The change log (see `Store.changes_since`): additive, created on the first write, so an
+# index made before it starts logging then. Within a batch's transaction the generation is
+# bumped last, so "generation + 1" is the generation the commit makes.
+_STAMP = "(SELECT CAST(value AS INTEGER) + 1 FROM meta WHERE key = 'generation')"
+
+
+def _log_trigger(table: str, event: str, rows: tuple[str, ...]) -> str:
+    inserts = "".join(
+        f"INSERT OR REPLACE INTO entry_changes (entry_id, generation) VALUES ({row}, {_STAMP}); "
+        for row in rows
+    )
+    return (
+        f"CREATE TRIGGER IF NOT EXISTS {table}_{event.lower()}_logged AFTER {event} ON {table} "
+        f"BEGIN {inserts}END;\n"
+    )
+
+
+CHANGE_LOG = (
+    "CREATE TABLE IF NOT EXISTS entry_changes (\n"
+    "    entry_id TEXT PRIMARY KEY, generation INTEGER NOT NULL\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE INDEX IF NOT EXISTS entry_changes_by_generation ON entry_changes (generation);\n"
+    + _log_trigger("entries", "INSERT", ("NEW.id",))
+    + _log_trigger("entries", "UPDATE", ("OLD.id", "NEW.id"))
+    + _log_trigger("entries", "DELETE", ("OLD.id",))
+    + _log_trigger("vectors", "INSERT", ("NEW.entry_id",))
+    + _log_trigger("vectors", "UPDATE", ("OLD.entry_id", "NEW.entry_id"))
+    + _log_trigger("vectors", "DELETE", ("OLD.entry_id",))
+)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One transaction's worth of index changes; `Store.apply` writes all of it or none."""
+
+    upsert_entries: tuple[EntryRow, ...] = ()
+    delete_entries: tuple[str, ...] = ()  # ids; their postings and vectors go too
+    # (entry id, {term: tf}): replaces that entry's postings
+    postings: tuple[tuple[str, Mapping[str, int]], ...] = ()
+    identity: str = ""  # the identity key of `vectors`
+    vectors: tuple[tuple[str, str, bytes], ...] = ()  # (entry id, l0 hash, float32 bytes)
+    drop_vectors: tuple[str, ...] = ()  # entry ids whose vector no longer matches their L0
+    drop_other_identities: bool = False  # a model identity change: vectors of others go
+    upsert_files: tuple[FileRecord, ...] = ()
+    delete_files: tuple[str, ...] = ()
+    vectors_complete: str | None = None  # meta: identity with a vector for every entry
+    meta: tuple[tuple[str, str], ...] = ()  # other meta keys to set
+
+
+def create_change_log(connection: sqlite3.Connection) -> None:
+    """Given the write connection, create the change log and its triggers when absent; the
+    generation it starts at goes to meta `change_log_from`."""
+    exists = connection.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'entry_changes'"
+    ).fetchone()
+    if exists:
+        return
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in CHANGE_LOG.split(";\n"):
+            if statement.strip():
+                connection.execute(statement)
+        connection.execute(
+            "INSERT OR REPLACE INTO meta (key, value) SELECT 'change_log_from', value "
+            "FROM meta WHERE key = 'generation'"
+        )
+        connection.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('change_log_epoch', ?)",
+            (os.urandom(8).hex(),),
+        )
+        connection.execute("COMMIT")
+    except BaseException:
+        rollback(connection)
+        raise
+
+
+def apply_batch(connection: sqlite3.Connection, batch: Batch) -> None:
+    """Given the write connection inside a transaction, write every change of `batch`."""
+    if batch.delete_entries:
+        ids = ids_json(batch.delete_entries)
+        connection.execute(f"DELETE FROM postings WHERE entry_id IN {IDS_IN}", (ids,))
+        connection.execute(f"DELETE FROM vectors WHERE entry_id IN {IDS_IN}", (ids,))
+        connection.execute(f"DELETE FROM entries WHERE id IN {IDS_IN}", (ids,))
+    if batch.drop_other_identities:
+        connection.execute("DELETE FROM vectors WHERE identity != ?", (batch.identity,))
+    if batch.drop_vectors:
+        connection.execute(
+            f"DELETE FROM vectors WHERE entry_id IN {IDS_IN}", (ids_json(batch.drop_vectors),)
+        )
+    connection.executemany(
+        f"INSERT OR REPLACE INTO entries ({ENTRY_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        [
+            (
+                row.id,
+                row.path,
+                row.workspace,
+                row.line_start,
+                row.line_end,
+                json.dumps(list(row.heading_path), ensure_ascii=False),
+                row.l0,
+                row.l0_source,
+                row.text_hash,
+                row.l0_hash,
+                row.slot,
+                row.doc_len,
+            )
+            for row in batch.upsert_entries
+        ],
+    )
+    if batch.postings:
+        connection.execute(
+            f"DELETE FROM postings WHERE entry_id IN {IDS_IN}",
+            (ids_json(entry_id for entry_id, _ in batch.postings),),
+        )
+        connection.executemany(
+            "INSERT INTO postings (term, entry_id, tf) VALUES (?, ?, ?)",
+            [
+                (term, entry_id, tf)
+                for entry_id, counts in batch.postings
+                for term, tf in counts.items()
+            ],
+        )
+    connection.executemany(
+        "INSERT OR REPLACE INTO vectors (entry_id, l0_hash, identity, vector) VALUES (?,?,?,?)",
+        [(entry_id, l0_hash, batch.identity, blob) for entry_id, l0_hash, blob in batch.vectors],
+    )
+    if batch.delete_files:
+        connection.execute(
+            f"DELETE FROM files WHERE path IN {IDS_IN}", (ids_json(batch.delete_files),)
+        )
+    connection.executemany(
+        "INSERT OR REPLACE INTO files (path, size, mtime_ns, sha256, synced_ns) VALUES (?,?,?,?,?)",
+        [
+            (record.path, record.size, record.mtime_ns, record.sha256, record.synced_ns)
+            for record in batch.upsert_files
+        ],
+    )
+    connection.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", batch.meta)
+    if batch.vectors_complete is not None:
+        connection.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('vectors_complete', ?)",
+            (batch.vectors_complete,),
+        )
+
+
+def commit_batch(connection: sqlite3.Connection, batch: Batch) -> None:
+    """Given the write connection, write `batch` and bump the generation in one transaction
+    (rolled back whole on any error)."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        apply_batch(connection, batch)
+        connection.execute(
+            "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
+        )
+        connection.execute("COMMIT")
+    except BaseException:
+        rollback(connection)
+        raise
