@@ -328,8 +328,20 @@ def _root_defaults(
                 warnings.append(f"root-level memory: {content.path}: {content.reason}")
             continue
         sources.append(SourceFile(relative, content.sha256, content.size, content.mtime_ns / 1e9))
-        entries.extend(parse_entries(relative, content.text))
+        entries.extend(
+            entry for entry in parse_entries(relative, content.text) if _says_something(entry)
+        )
     return tuple(entries)
+
+
+def _says_something(entry: Entry) -> bool:
+    """Given a root-level entry, return False when it is a heading with nothing under it (a
+    file's `# Title` above its `##` sections): standing in the carry it would be a bare heading,
+    and its sections, which hold the rules, are entries of their own."""
+    lines = entry.text.splitlines()
+    if entry.heading_path and lines:
+        lines = lines[1:]
+    return any(line.strip() for line in lines)
 
 
 def _flat(

@@ -483,6 +483,7 @@ def test_short_queries_find_a_workspace_note_and_the_gate_keeps_noise_out(
     files = {
         "MEMORY.md": "# Defaults\n\n- Answer in short bullet points.\n",
         "notes/laptop.md": "# Laptop\n\n- The laptop has 16 GB of RAM and runs Fedora.\n",
+        "notes/habits.md": "# Habits\n\n## Shell\n- Always use uv run, never bare pip.\n",
         "shop/notes/fx.md": (
             "# Currency conversion\n\nERR_REFUND_CURRENCY_MISMATCH comes from refunds created "
             "in the shop currency; convert with `fx.convert(amount, charge.currency)` first.\n"
@@ -509,6 +510,9 @@ def test_short_queries_find_a_workspace_note_and_the_gate_keeps_noise_out(
     assert 'authority="user_default" source="MEMORY.md:1-3"' in text
     assert "- Answer in short bullet points." in text
     assert "16 GB of RAM" in text  # notes/ is root level too: carried every time
+    # A file's title with nothing under it is no default: only its section stands.
+    assert 'source="notes/habits.md:3-4">\n## Shell\n- Always use uv run' in text
+    assert 'source="notes/habits.md:1"' not in text
     assert "Tomatoes" not in text and "derailleur" not in text  # noise stays out
     assert len(data["memory"]["queries"]) == 4
 
