@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import os
 import resource
@@ -30,26 +29,12 @@ import tempfile
 import time
 from pathlib import Path
 
+# Run as `python bench/bench_sessionstart.py`: bench/ is on sys.path, and the P9 bench already
+# knows how to build the measured checkout's test model.
+from bench_p9 import build_model
+
 HERE = Path(__file__).resolve().parent
 DEFAULT_SCENARIO = HERE / "p9" / "scenarios" / "mixed-payments-recon"  # the longest ledger
-
-
-def carryd_repo() -> Path:
-    import carryd.carry
-
-    return Path(carryd.carry.__file__).resolve().parent.parent
-
-
-def build_model(cache: Path) -> Path:
-    spec = importlib.util.spec_from_file_location(
-        "_ss_testmodel", carryd_repo() / "tests" / "testmodel.py"
-    )
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"no tests/testmodel.py in {carryd_repo()}")
-    module = importlib.util.module_from_spec(spec)
-    with contextlib.redirect_stdout(sys.stderr):
-        spec.loader.exec_module(module)
-        return Path(module.build_test_model(cache))
 
 
 def carryd_command() -> list[str]:
