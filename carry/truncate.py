@@ -151,6 +151,22 @@ class _Section:
             return self.briefs[index]
         return None
 
+    @property
+    def stale(self) -> tuple[int, ...]:
+        """The items that are history: done or superseded, and neither an attempt (a dead end
+        is a lesson, never stale) nor an item another one refers to."""
+        kept = set(self.floor) | set(self.rescue)
+        return tuple(
+            index
+            for index, fact in enumerate(self.facts)
+            if fact.state != "open" and index not in kept
+        )
+
+    def live(self) -> list[ItemShow]:
+        """Every item shown whole except the stale ones (left to the pointer)."""
+        stale = set(self.stale)
+        return ["omitted" if index in stale else "full" for index in range(len(self.facts))]
+
     def least(self, index: int, show: ItemShow) -> ItemShow:
         """Given an item and a summary form, return that form, or "full" when it is no longer
         than the item itself."""
@@ -413,9 +429,20 @@ def truncate_ledger(
     blocks: list[str | None] = [None] * count
     allowed: list[int] = [0] * count
     waiting: list[int] = []
+    trimmed: list[int] = []  # kept without their stale items, which come back last
     order = _weight_order(prepared)
+    whole = SECTION_SEPARATOR.join(p.render(shows[i], path) for i, p in enumerate(prepared))
     for index in order:
         full = prepared[index].render(shows[index], path)
+        if len(whole) > budget_chars and prepared[index].stale:
+            # Over budget, history yields first: a section's done and superseded items get
+            # no share of their own; they come back only from what every section leaves.
+            shows[index] = prepared[index].live()
+            full = prepared[index].render(shows[index], path)
+            if shares[index] > 0 and len(full) + separator <= shares[index]:
+                trimmed.append(index)
+            else:
+                shows[index] = ["full"] * len(prepared[index].section.items)
         if shares[index] > 0 and len(full) + separator <= shares[index]:
             blocks[index] = full
             allowed[index] = shares[index] - separator
@@ -445,6 +472,16 @@ def truncate_ledger(
             surplus -= len(block) - current
             blocks[index] = block
             allowed[index] = max(allowed[index], room)
+
+    for index in trimmed:  # the stale items, highest weight first, from what is left
+        current = len(blocks[index] or "")
+        room = current + max(0, surplus)
+        _fill(prepared[index], shows[index], room, path, step="full")
+        _fill(prepared[index], shows[index], room, path, step="summary")
+        block = prepared[index].render(shows[index], path)
+        surplus -= len(block) - current
+        blocks[index] = block
+        allowed[index] = max(allowed[index], room)
 
     shown = [block for block in blocks if block is not None]
     text = SECTION_SEPARATOR.join(shown)

@@ -126,9 +126,19 @@ def test_a_dead_end_line_says_what_was_tried_and_why_it_failed() -> None:
 def test_the_newest_status_and_open_steps_survive_and_superseded_lines_go_first() -> None:
     text = cut_at(2_800)
     assert "11-20 (current): prod 11-19 partition has 8,702 dup rows (0.41%)" in text
-    assert "11-01: 0.9% duplicates" not in text and "snapshot days" not in text
     assert "- [ ] finish `merge_cdc()`" in text
     assert "- [ ] backfill 2026-11-01 .. yesterday" in text
+    # Over budget, done and superseded lines get no share of their own: at 2,600 chars every
+    # one of them yields while the failed attempts keep their lines …
+    tight = cut_at(2_600)
+    assert "11-01: 0.9% duplicates" not in tight and "snapshot days" not in tight
+    assert "11-15: duplicates at 0.4%" not in tight
+    assert all(f"attempt {n} (" in tight for n in range(1, len(ATTEMPTS) + 1))
+    # … and one comes back only from room no item of more use could take.
+    cut = truncate_ledger(parse_ledger(LEDGER), 2_800, path=PATH)
+    status, tried = cut.sections[0], cut.sections[2]
+    assert status.shows[3] == "full"  # the current line
+    assert "omitted" not in tried.shows
 
 
 @pytest.mark.parametrize(
@@ -158,7 +168,12 @@ def test_state_and_recency_decide_what_a_cut_section_keeps(
 def test_newer_attempts_are_kept_in_full_before_older_ones() -> None:
     text = cut_at(4_000)
     full = [n for n, (d, w, y) in enumerate(ATTEMPTS, 1) if f"{w}.\n  - Failed: {y}." in text]
-    assert full and full == list(range(full[0], len(ATTEMPTS) + 1))  # a newest-first run
+    cut = [n for n in range(1, len(ATTEMPTS) + 1) if n not in full]
+    assert full and cut, text  # the budget shows some attempts whole and cuts others
+    # The newest attempts are whole, a run down to the newest one cut; an older one is whole
+    # only when it fits the room the newer ones could not use.
+    newest = list(range(max(cut) + 1, len(ATTEMPTS) + 1))
+    assert len(newest) >= len(ATTEMPTS) // 2 and set(newest) <= set(full)
 
 
 def test_output_keeps_document_order() -> None:
