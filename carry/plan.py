@@ -16,11 +16,13 @@ marker nested inside another region is ignored ("### 2.2.5 当前状态" under "
 history). Everything that is not history is the current state — the file's top until the first
 marker too — so a plan without markers is all current.
 
-Only the current state goes into the carry in full (`plan_current_for_carry`, 3,000 chars by
-default), cut on block and line boundaries with a "+N more lines → path:lines" pointer, its
-headings demoted one level so the plan's own `#` title sits under the carry's heading. The
-history is never injected in full: `history_items` gives each history entry (a list item or
-paragraph) with its date — its own, else its heading's — for the carry's anchor table.
+A plan that fits its budget (3,000 chars by default) goes into the carry whole (`plan_units`):
+history rows would only repeat it at a higher cost. Otherwise only the current state goes
+into the carry in full (`plan_current_for_carry`), cut on block and line boundaries with a
+"+N more lines → path:lines" pointer, its headings demoted one level so the plan's own `#`
+title sits under the carry's heading; that plan's history is not injected in full:
+`history_items` gives each history entry (a list item or paragraph) with its date — its own,
+else its heading's — for the carry's anchor table.
 `archive_plan` is the pure half of `carryd plan archive`: what moves, what remains, and a
 losslessness check.
 """
@@ -147,6 +149,22 @@ def split_plan(text: str) -> PlanParts:
         history=history,
         history_blocks=tuple(history_runs),
         current_units=tuple(units),
+    )
+
+
+def plan_units(text: str) -> tuple[PlanUnit, ...]:
+    """Given PLAN.md's text, return all of it — current state and history, comments left
+    out — as units in document order (the whole plan, for a carry it fits whole)."""
+    lines = source_lines(text)
+    return tuple(
+        PlanUnit(
+            "\n".join(lines[block.line_start - 1 : block.line_end]),
+            block.line_start,
+            block.line_end,
+            block.kind,
+        )
+        for block in markdown_blocks(text)
+        if block.kind != "comment"
     )
 
 

@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from carryd.carry.anchors import AnchorRow
 from carryd.carry.budgets import CarryBudgets
 from carryd.carry.flat import FlatInputs, build_flat_carry, safe_prefix, trailer
 from carryd.carry.ledger import Ledger, parse_ledger
@@ -44,11 +46,13 @@ from carryd.carry.planner import (
     PromptSegment,
     SegmentDecision,
     plan_prompt,
+    planned_chars,
 )
 from carryd.carry.recency import item_facts, ledger_year, priority_order
 from carryd.carry.segments import (
     ANCHORS_HEADING,
     MEMORY_HEADING,
+    STANDING_HEADING,
     UNSHOWN_DEFAULTS,
     CarryInputs,
     anchors_segment,
@@ -56,19 +60,23 @@ from carryd.carry.segments import (
     memory_segment,
     memory_selection,
     plan_history_rows,
+    plan_history_text,
     plan_segment,
     rows_shown,
+    standing_segment,
     unshown_defaults,
 )
 from carryd.carry.select import MemoryDecision
 from carryd.carry.sidecar import apply_sidecar, parse_sidecar
 from carryd.carry.summary import flatten
+from carryd.index.errors import PromptBudgetError
 from carryd.index.redact import redact
 
 # Moved to `segments` with the builders that use them; still importable from here.
 __all__ = [
     "ANCHORS_HEADING",
     "MEMORY_HEADING",
+    "STANDING_HEADING",
     "UNSHOWN_DEFAULTS",
     "CarryBudgets",
     "CarryInputs",
@@ -198,17 +206,20 @@ def build_carry(inputs: CarryInputs, budgets: CarryBudgets = CarryBudgets()) -> 
     notice = redact(missing_notice(inputs))
     memory, excluded = memory_selection(inputs, budgets.memory)
     rows, newest_first = plan_history_rows(inputs)
+    history = plan_history_text(inputs)
 
     segments = [
         PromptSegment("discipline", inputs.discipline, True, priority=0, budget_priority=0),
         PromptSegment("notice", notice, True, priority=1, budget_priority=0),
         ledger_segment(inputs, ledger, budgets),
         plan_segment(inputs, budgets),
+        standing_segment(inputs, memory),
         memory_segment(inputs, memory),
-        anchors_segment(rows, newest_first, budgets),
+        anchors_segment(rows, newest_first, budgets, history=history),
         PromptSegment("trailer", closing, True, priority=9, budget_priority=0),
     ]
-    planned: PromptPlan = plan_prompt(segments, budget_chars=budgets.total_chars)
+    budget = cost_ceiling(inputs, budgets, required=(inputs.discipline, notice, closing))
+    planned: PromptPlan = plan_prompt(segments, budget_chars=budget)
     planned = _without_dangling_expand(planned, inputs, closing)
     anchors = next(d for d in planned.decisions if d.name == "anchors")
     return CarryPlan(
@@ -216,13 +227,58 @@ def build_carry(inputs: CarryInputs, budgets: CarryBudgets = CarryBudgets()) -> 
         segment_decisions=planned.decisions,
         memory_decisions=memory.decisions,
         memory_excluded=excluded,
-        anchors_shown=rows_shown(planned.text, rows) if anchors.status == "selected" else 0,
+        anchors_shown=_history_shown(planned.text, rows, history, anchors),
         anchors_total=len(rows),
         warnings=tuple(redact(warning) for warning in warnings),
         used_chars=planned.used_chars,
-        budget_chars=budgets.total_chars,
+        budget_chars=budget,
         unrecognised_sections=unrecognised,
     )
+
+
+def _history_shown(
+    text: str, rows: Sequence[AnchorRow], history: str, anchors: SegmentDecision
+) -> int:
+    """Given the carry, the history rows, the history in full and the anchors' decision,
+    return how many history entries the carry shows: all of them when the history is in
+    full, else the rows it shows."""
+    if anchors.status != "selected":
+        return 0
+    if history and history in text:
+        return len(rows)
+    return rows_shown(text, rows)
+
+
+def cost_ceiling(inputs: CarryInputs, budgets: CarryBudgets, *, required: Sequence[str]) -> int:
+    """Given the inputs, the budgets and the required segments' texts, return the carry's
+    total budget: what the flat injection would cost for the same files, so a planned carry
+    is never dearer than the truncation it replaces — but never less than the required
+    segments plus the memory budget (a short hand-off still has room for the user's standing
+    rules), and never more than `budgets.total_chars`.
+
+    The planned carry earns its place by choosing better within the flat's cost, not by
+    spending more: standing rules and recalled memory are paid for by the ledger's and the
+    plan's least useful lines (superseded, done, oldest), which the packing drops first.
+    """
+    try:
+        flat = build_flat_carry(
+            FlatInputs(
+                workspace=inputs.workspace,
+                discipline=inputs.discipline,
+                plan_text=inputs.plan_text,
+                ledger_text=inputs.ledger_text,
+                plan_path=inputs.plan_path,
+                ledger_path=inputs.ledger_path,
+                root=inputs.root,
+            ),
+            total_chars=budgets.total_chars,
+            plan_chars=budgets.plan_chars,
+            ledger_chars=budgets.ledger_chars,
+        ).used_chars
+    except PromptBudgetError:
+        flat = 0
+    floor = planned_chars(text for text in required if text) + budgets.memory.max_chars
+    return min(budgets.total_chars, max(flat, floor))
 
 
 def _too_few_sections(inputs: CarryInputs, ledger: Ledger | None) -> bool:

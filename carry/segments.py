@@ -21,6 +21,7 @@ from carryd.carry.plan import (
     history_items,
     join_units,
     plan_current_for_carry,
+    plan_units,
     split_plan,
 )
 from carryd.carry.planner import PromptSegment
@@ -38,8 +39,10 @@ from carryd.index.entries import Entry, parse_entries
 from carryd.index.recall import RecallHit
 from carryd.index.redact import redact
 
+HISTORY_HEADING = "# Plan history"
 ANCHORS_HEADING = "# Plan history, not shown above (`carryd expand <id>` prints an entry)"
-MEMORY_HEADING = "# Recalled memory (your root-level defaults; notes for the goal and next steps)"
+STANDING_HEADING = "# Your standing rules (root-level memory: they hold in every workspace)"
+MEMORY_HEADING = "# Recalled memory (notes for the goal and the next steps)"
 UNSHOWN_DEFAULTS = "Root-level defaults over the memory budget, not shown (`carryd expand <id>`):"
 
 
@@ -85,7 +88,7 @@ def ledger_segment(
     inputs: CarryInputs, ledger: Ledger | None, budgets: CarryBudgets
 ) -> PromptSegment:
     """Given the parsed ledger, return its shrinkable segment ("" when it says nothing)."""
-    empty = PromptSegment("ledger", "", False, priority=2, budget_priority=1)
+    empty = PromptSegment("ledger", "", False, priority=2, budget_priority=3)
     if inputs.ledger_text is None or ledger is None:
         return empty
     if not any(section.items for section in ledger.sections):
@@ -115,7 +118,7 @@ def ledger_segment(
         f"{heading}\n{whole}",
         False,
         priority=2,
-        budget_priority=1,
+        budget_priority=3,
         fit=fit,
         max_chars=budgets.ledger_chars + len(heading) + 1,
     )
@@ -146,7 +149,9 @@ def _redacted_ledger(ledger: Ledger) -> Ledger:
 
 
 def plan_segment(inputs: CarryInputs, budgets: CarryBudgets) -> PromptSegment:
-    """Given the inputs, return the plan's current state as a shrinkable segment."""
+    """Given the inputs, return the plan's current state as a shrinkable segment. It gets
+    space before the ledger: "where things stand" in a few lines is worth more than the
+    ledger's oldest items, which yield first."""
     empty = PromptSegment("plan", "", False, priority=3, budget_priority=2)
     if inputs.plan_text is None:
         return empty
@@ -175,6 +180,22 @@ def plan_segment(inputs: CarryInputs, budgets: CarryBudgets) -> PromptSegment:
     )
 
 
+def plan_history_text(inputs: CarryInputs) -> str:
+    """Given the inputs, return the plan's history in full under its heading — redacted,
+    headings demoted — or "" when the plan has none."""
+    if inputs.plan_text is None:
+        return ""
+    blocks = split_plan(inputs.plan_text).history_blocks
+    units = tuple(
+        dataclasses.replace(unit, text=redact(unit.text))
+        for unit in demoted(plan_units(inputs.plan_text))
+        if any(start <= unit.line_start and unit.line_end <= end for start, end in blocks)
+    )
+    if not units:
+        return ""
+    return redact(f"{HISTORY_HEADING} (`{inputs.plan_path}`)") + "\n" + join_units(units)
+
+
 def _redacted_plan(parts: PlanParts) -> PlanParts:
     units = tuple(dataclasses.replace(unit, text=redact(unit.text)) for unit in parts.current_units)
     return dataclasses.replace(
@@ -201,16 +222,25 @@ def plan_history_rows(inputs: CarryInputs) -> tuple[tuple[AnchorRow, ...], tuple
 
 
 def anchors_segment(
-    rows: Sequence[AnchorRow], newest_first: Sequence[int], budgets: CarryBudgets
+    rows: Sequence[AnchorRow],
+    newest_first: Sequence[int],
+    budgets: CarryBudgets,
+    *,
+    history: str = "",
 ) -> PromptSegment:
-    """Given the history rows, return the plan history block: it spends what the plan's
-    current state leaves of the plan budget, newest entries first, shown in document order."""
-    whole = _partial_table(rows, range(len(rows))) if rows else ""
+    """Given the history rows and the history in full (`plan_history_text`), return the plan
+    history block: it spends what the plan's current state leaves of the plan budget — the
+    history in full when it fits (rows would only repeat it at a higher cost), else one row
+    per entry, newest entries first, shown in document order."""
+    table = _partial_table(rows, range(len(rows))) if rows else ""
+    whole = history or table
 
     def fit(room: int, selected: Mapping[str, str]) -> str:
         cap = min(room, budgets.plan_chars - len(selected.get("plan", "")))
         if len(whole) <= cap:
             return whole
+        if len(table) <= cap:
+            return table
         chosen: list[int] = []
         for index in newest_first:
             trial = sorted([*chosen, index])
@@ -219,7 +249,7 @@ def anchors_segment(
         return _partial_table(rows, chosen) if chosen else ""
 
     return PromptSegment(
-        "anchors", whole, False, priority=5, budget_priority=4, fit=fit if rows else None
+        "anchors", whole, False, priority=6, budget_priority=5, fit=fit if whole else None
     )
 
 
@@ -304,13 +334,21 @@ def memory_selection(
     return plan, tuple(excluded)
 
 
+def standing_segment(inputs: CarryInputs, memory: MemoryContextPlan) -> PromptSegment:
+    """Given the memory selection, return the standing-defaults segment: the root-level
+    defaults it selected and the line naming those the budget left out, under one heading
+    ("" when both are empty). Planned atomically, before the ledger: a user's standing rule
+    holds in every workspace, so the ledger's oldest items yield to it, not the other way."""
+    body = "\n".join(part for part in (memory.standing, unshown_defaults(inputs, memory)) if part)
+    text = f"{STANDING_HEADING}\n{body}" if body else ""
+    return PromptSegment("standing", text, False, priority=4, budget_priority=1)
+
+
 def memory_segment(inputs: CarryInputs, memory: MemoryContextPlan) -> PromptSegment:
-    """Given the memory selection, return the recalled-memory segment: the selected hits and
-    the line naming defaults the budget left out, under one heading ("" when both are empty);
-    it is planned atomically, never shrunk."""
-    body = "\n".join(part for part in (memory.context, unshown_defaults(inputs, memory)) if part)
-    text = f"{MEMORY_HEADING}\n{body}" if body else ""
-    return PromptSegment("memory", text, False, priority=4, budget_priority=3)
+    """Given the memory selection, return the recalled-memory segment: the relevance hits it
+    selected under one heading ("" when there are none); planned atomically, never shrunk."""
+    text = f"{MEMORY_HEADING}\n{memory.recalled}" if memory.recalled else ""
+    return PromptSegment("memory", text, False, priority=5, budget_priority=4)
 
 
 def rows_shown(text: str, rows: Sequence[AnchorRow]) -> int:

@@ -127,6 +127,10 @@ class MemoryContextPlan:
     selected_memory_ids: tuple[str, ...]
     rejected_memory_ids: tuple[str, ...]
     decisions: tuple[MemoryDecision, ...]  # one per candidate, in precedence order
+    # `context` in its two parts: the standing defaults' plain block and the relevance hits'
+    # `<recalled_memory>` block ("" each when it has nothing).
+    standing: str = ""
+    recalled: str = ""
 
 
 # Latin (and other alphabetic) word runs, single CJK characters and single punctuation marks
@@ -227,11 +231,52 @@ def render_memory_hit(candidate: MemoryContextCandidate) -> str:
 
 
 def render_memory_context(candidates: Iterable[MemoryContextCandidate]) -> str:
-    """Given selected candidates in order, return the `<recalled_memory>` block ("" if none)."""
-    blocks = [render_memory_hit(candidate) for candidate in candidates]
-    if not blocks:
-        return ""
-    return "\n".join([MEMORY_OPEN, *blocks, MEMORY_CLOSE])
+    """Given selected candidates in order, return the segment's text ("" if none): the
+    standing defaults' block, then the `<recalled_memory>` block of the relevance hits."""
+    standing, recalled = render_memory_parts(candidates)
+    return "\n\n".join(part for part in (standing, recalled) if part)
+
+
+def render_memory_parts(candidates: Iterable[MemoryContextCandidate]) -> tuple[str, str]:
+    """Given selected candidates in order, return the standing defaults' block and the
+    `<recalled_memory>` block ("" each when it has none).
+
+    A standing default is the user's own text shown whole, where they wrote it, not a
+    retrieved snippet: it is carried as Markdown under its file's name (its headings one
+    level deeper), with no per-hit wrapper, id or escaping — there is nothing to expand and
+    nothing to tell apart from the carry's own markup. Relevance hits keep S15's atomic
+    `<memory_hit>` blocks with their provenance.
+    """
+    chosen = list(candidates)
+    standing = "\n\n".join(render_standing(c) for c in chosen if c.standing)
+    blocks = [render_memory_hit(c) for c in chosen if not c.standing]
+    recalled = "\n".join([MEMORY_OPEN, *blocks, MEMORY_CLOSE]) if blocks else ""
+    return standing, recalled
+
+
+_ATX = re.compile(r"^(#{1,5})(?=\s)")
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+_HEADING = re.compile(r"^#{1,6}\s")
+
+
+def render_standing(candidate: MemoryContextCandidate) -> str:
+    """Given a standing default, return it as Markdown: its title (or a label) naming where it
+    lives, then its text, every ATX heading outside code fences one level deeper."""
+    location = candidate.provenance.location or candidate.memory_id
+    lines = candidate.text.split("\n")
+    fenced = False
+    for index, line in enumerate(lines):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            lines[index] = _ATX.sub(lambda m: "#" + m.group(1), line)
+    if _HEADING.match(lines[0]):
+        lines[0] = f"{lines[0].rstrip()} (`{location}`)"
+        while len(lines) > 1 and not lines[1].strip():
+            del lines[1]
+    else:
+        lines.insert(0, f"From `{location}`:")
+    return "\n".join(lines)
 
 
 def select_memory_context(
@@ -264,7 +309,8 @@ def select_memory_context(
         **packed.decided,
     }
     selected = [ordered[position] for position in packed.kept]
-    context = render_memory_context(selected)
+    standing, recalled = render_memory_parts(selected)
+    context = "\n\n".join(part for part in (standing, recalled) if part)
     decisions = tuple(decided[position] for position in range(len(ordered)))
     return MemoryContextPlan(
         context=context,
@@ -273,6 +319,8 @@ def select_memory_context(
         selected_memory_ids=tuple(c.memory_id for c in selected),
         rejected_memory_ids=tuple(d.memory_id for d in decisions if d.status == "rejected"),
         decisions=decisions,
+        standing=standing,
+        recalled=recalled,
     )
 
 

@@ -138,6 +138,9 @@ def manifest_of(settings: Settings, built: BuiltCarry, *, sha256: str, size: int
             "ledger_chars": budgets.ledger_chars,
             "plan_chars": budgets.plan_chars,
             "memory": dataclasses.asdict(budgets.memory),
+            # What this carry was planned within: what the flat injection would cost for the
+            # same files (never more than total_chars; see carry.render.cost_ceiling).
+            "planned_within_chars": plan.budget_chars if plan else budgets.total_chars,
         },
         "sources": [dataclasses.asdict(source) for source in built.sources],
         "segments": [dataclasses.asdict(decision) for decision in built.segment_decisions],

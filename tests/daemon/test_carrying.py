@@ -165,10 +165,12 @@ def test_write_carries_writes_carry_and_manifest(memory_root: Settings) -> None:
     }
     assert all(len(source["sha256"]) == 64 for source in data["sources"])
     assert {d["name"] for d in data["segments"]} == {
-        "discipline", "notice", "anchors", "ledger", "plan", "memory", "trailer",
+        "discipline", "notice", "anchors", "ledger", "plan", "standing", "memory", "trailer",
     }  # fmt: skip
     assert data["generated_at"] and data["carryd_version"]
     assert data["budgets"]["total_chars"] == 18_000
+    # Planned within what flat injection would cost (or the memory budget and the framing).
+    assert data["chars"] <= data["budgets"]["planned_within_chars"] <= 18_000
     reasons = {d["memory_id"]: d["reason"] for d in data["memory"]["decisions"]}
     assert "selected" in reasons.values()
     # Several short queries: the goal's first sentence, the status line, each open next step.
@@ -507,12 +509,12 @@ def test_short_queries_find_a_workspace_note_and_the_gate_keeps_noise_out(
     data = manifest(settings, "shop")
     # Found by the next step's query; shown as its L0 (`carryd expand` gives the rest).
     assert 'source="shop/notes/fx.md:1-3">\nCurrency conversion — ERR_REFUND_CURRENCY' in text
-    assert 'authority="user_default" source="MEMORY.md:1-3"' in text
-    assert "- Answer in short bullet points." in text
+    # Root-level defaults stand under their files' names, as the user wrote them.
+    assert "## Defaults (`MEMORY.md:1-3`)\n- Answer in short bullet points." in text
     assert "16 GB of RAM" in text  # notes/ is root level too: carried every time
     # A file's title with nothing under it is no default: only its section stands.
-    assert 'source="notes/habits.md:3-4">\n## Shell\n- Always use uv run' in text
-    assert 'source="notes/habits.md:1"' not in text
+    assert "### Shell (`notes/habits.md:3-4`)\n- Always use uv run" in text
+    assert "notes/habits.md:1`" not in text
     assert "Tomatoes" not in text and "derailleur" not in text  # noise stays out
     assert len(data["memory"]["queries"]) == 4
 
