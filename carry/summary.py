@@ -136,11 +136,11 @@ def dead_end_summary(
     if len(whole) <= tried_chars + reason_chars:
         return whole
     tried = clause_prefix(first, tried_chars)
-    if tried.endswith("…"):  # the attempt's name is cut; its reason starts after it
-        sentence = _SENTENCE_END.search(first)
-        if sentence is None and not details:  # one long sentence: no split at all
+    if tried.endswith("…"):  # the attempt's clause is cut; its reason starts after it
+        boundary = _next_boundary(first, len(tried) - 1)
+        if boundary is None and not details:  # one long clause: no split at all
             return clause_prefix(whole, tried_chars + reason_chars)
-        rest = f"{first[sentence.end() :] if sentence else ''} {details}"
+        rest = f"{first[boundary:] if boundary is not None else ''} {details}"
     else:
         rest = f"{first[len(tried) :]} {details}"
     rest = rest.strip().lstrip(" ，,;；:：—–-→>。.")
@@ -158,6 +158,19 @@ def dead_end_summary(
     if reason and len(reason) < len(source):
         reason = _with_conclusion(source, reason_chars) or reason
     return f"{tried}{ARROW}{reason}" if reason else tried
+
+
+def _next_boundary(text: str, start: int) -> int | None:
+    """Given a line and a position inside its first clause, return where the next clause
+    starts — the clause right after the one that was cut, whose words are the attempt's
+    outcome — or None when the clause runs to the end. Never inside a `code span`."""
+    for match in _BOUNDARY.finditer(text, start):
+        end = match.end()
+        if end >= len(text.rstrip()):
+            return None
+        if text[:end].count("`") % 2 == 0:
+            return end
+    return None
 
 
 def _with_conclusion(source: str, reason_chars: int) -> str | None:

@@ -111,3 +111,20 @@ def test_a_reason_shown_whole_gets_no_conclusion_appended() -> None:
     line = summary_line(item, dead_end=True)
     assert "→ the connector refuses to start without a snapshot mode." in line
     assert " … " not in line and "took most" not in line
+
+
+def test_when_the_attempt_is_cut_mid_clause_its_reason_is_the_next_clause() -> None:
+    # The attempt's own clause is too long for its half and is cut at a word; the reason is the
+    # clause right after it in the same sentence, not whatever follows the sentence's end.
+    item = (
+        "- attempt 13: tried Snowflake time travel `AT(TIMESTAMP => '2026-10-31 23:59:00'"
+        "::timestamp_tz)` on `CRM.CUSTOMER_MERGE_MAP`: retention is 1 day on that table. "
+        '"Time travel data is not available". Dead.'
+    )
+    line = summary_line(item, dead_end=True)
+    assert line.startswith("- attempt 13: tried Snowflake time travel… → retention is 1 day")
+    brief = summary_line(item, dead_end=True, brief=True)
+    assert "retention is 1 day on that table" in brief
+    # A clause that runs to the end of the line leaves nothing to split off.
+    long = "- attempt 2: " + "tried the same thing again with another flag " * 6
+    assert " → " not in summary_line(long, dead_end=True)
