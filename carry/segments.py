@@ -24,7 +24,7 @@ from carryd.carry.plan import (
     plan_units,
     split_plan,
 )
-from carryd.carry.planner import PromptSegment
+from carryd.carry.planner import SEPARATOR, PromptSegment
 from carryd.carry.select import (
     MemoryContextCandidate,
     MemoryContextPlan,
@@ -34,7 +34,13 @@ from carryd.carry.select import (
     candidates_from_recall,
     select_memory_context,
 )
-from carryd.carry.truncate import EntrySpan, line_span, render_section, truncate_ledger
+from carryd.carry.truncate import (
+    EntrySpan,
+    floor_chars,
+    line_span,
+    render_section,
+    truncate_ledger,
+)
 from carryd.index.entries import Entry, parse_entries
 from carryd.index.recall import RecallHit
 from carryd.index.redact import redact
@@ -124,6 +130,18 @@ def ledger_segment(
     )
 
 
+def ledger_floor(inputs: CarryInputs, ledger: Ledger | None) -> int:
+    """Given the inputs and the parsed ledger, return what the ledger segment needs for its
+    dead-end floor (`truncate.floor_chars`, its pointers naming their ids), heading and
+    separator included; 0 without a ledger."""
+    if ledger is None or inputs.ledger_text is None:
+        return 0
+    heading = redact(f"# Handoff ledger (`{inputs.ledger_path}`)")
+    entries = _entry_spans(inputs.ledger_path, inputs.ledger_text, ledger.title_line or 1)
+    floor = floor_chars(_redacted_ledger(ledger), path=inputs.ledger_path, entries=entries)
+    return len(heading) + 1 + floor + len(SEPARATOR)
+
+
 def _entry_spans(path: str, text: str, first_line: int) -> tuple[EntrySpan, ...]:
     """Given a file, return its index entries' line spans and ids (from `first_line` on)."""
     return tuple(
@@ -152,7 +170,7 @@ def plan_segment(inputs: CarryInputs, budgets: CarryBudgets) -> PromptSegment:
     """Given the inputs, return the plan's current state as a shrinkable segment. It gets
     space before the ledger: "where things stand" in a few lines is worth more than the
     ledger's oldest items, which yield first."""
-    empty = PromptSegment("plan", "", False, priority=3, budget_priority=2)
+    empty = PromptSegment("plan", "", False, priority=3, budget_priority=1)
     if inputs.plan_text is None:
         return empty
     parts = _redacted_plan(split_plan(inputs.plan_text))
@@ -174,7 +192,7 @@ def plan_segment(inputs: CarryInputs, budgets: CarryBudgets) -> PromptSegment:
         f"{heading}\n{parts.current}",
         False,
         priority=3,
-        budget_priority=2,
+        budget_priority=1,
         fit=fit,
         max_chars=budgets.plan_chars + len(heading) + 1,
     )
@@ -334,14 +352,42 @@ def memory_selection(
     return plan, tuple(excluded)
 
 
-def standing_segment(inputs: CarryInputs, memory: MemoryContextPlan) -> PromptSegment:
+def standing_segment(
+    inputs: CarryInputs, memory: MemoryContextPlan, *, reserve: int = 0
+) -> PromptSegment:
     """Given the memory selection, return the standing-defaults segment: the root-level
-    defaults it selected and the line naming those the budget left out, under one heading
-    ("" when both are empty). Planned atomically, before the ledger: a user's standing rule
-    holds in every workspace, so the ledger's oldest items yield to it, not the other way."""
-    body = "\n".join(part for part in (memory.standing, unshown_defaults(inputs, memory)) if part)
-    text = f"{STANDING_HEADING}\n{body}" if body else ""
-    return PromptSegment("standing", text, False, priority=4, budget_priority=1)
+    defaults it selected and the line naming those left out, under one heading ("" when
+    both are empty). It gets space before the ledger — a user's standing rule holds in every
+    workspace, so the ledger's stale and oldest lines yield to it — but leaves the ledger
+    `reserve` chars (its dead-end floor): under a tight budget (the SessionStart variant) the
+    last defaults, in packing order, give way and are named instead of a dead end being cut
+    — unless the floor cannot fit even then, when the rules keep their place."""
+    blocks = memory.standing_blocks
+    whole = _standing_text(inputs, memory, len(blocks))
+
+    def fit(room: int, _: Mapping[str, str]) -> str:
+        cap = room - reserve
+        if cap < len(_standing_text(inputs, memory, 0)):
+            cap = room  # the floor does not fit even without a rule: the rules stand
+        for count in range(len(blocks), -1, -1):
+            text = _standing_text(inputs, memory, count)
+            if len(text) <= cap:
+                return text
+        return ""
+
+    return PromptSegment(
+        "standing", whole, False, priority=4, budget_priority=2, fit=fit if whole else None
+    )
+
+
+def _standing_text(inputs: CarryInputs, memory: MemoryContextPlan, count: int) -> str:
+    """Given the selection and how many of its standing blocks to show, return the segment:
+    those blocks and the line naming every default not shown ("" when there is nothing)."""
+    shown = memory.standing_blocks[:count]
+    left = tuple(memory_id for memory_id, _ in memory.standing_blocks[count:])
+    unshown = unshown_defaults(inputs, memory, also=left)
+    body = "\n".join(part for part in ("\n\n".join(b for _, b in shown), unshown) if part)
+    return f"{STANDING_HEADING}\n{body}" if body else ""
 
 
 def memory_segment(inputs: CarryInputs, memory: MemoryContextPlan) -> PromptSegment:
@@ -356,16 +402,24 @@ def rows_shown(text: str, rows: Sequence[AnchorRow]) -> int:
     return sum(1 for row in rows if history_line(row) in text)
 
 
-def unshown_defaults(inputs: CarryInputs, plan: MemoryContextPlan) -> str:
-    """Given the memory selection, return the line naming root-level defaults the budget left
-    out ("" when every one is shown): a standing rule is never silently absent."""
+def unshown_defaults(
+    inputs: CarryInputs, plan: MemoryContextPlan, *, also: Sequence[str] = ()
+) -> str:
+    """Given the memory selection (and ids of selected defaults the carry's budget left out),
+    return the line naming root-level defaults not shown ("" when every one is shown): a
+    standing rule is never silently absent."""
     defaults = {entry.id: entry for entry in inputs.root_defaults}
     over = ("char_budget_exceeded", "token_budget_exceeded")
-    missing = [
-        defaults[decision.memory_id]
+    missing_ids = [
+        decision.memory_id
         for decision in plan.decisions
-        if decision.memory_id in defaults and decision.reason in over
+        if decision.memory_id in defaults and (decision.reason in over)
     ]
+    missing_ids += [memory_id for memory_id in also if memory_id in defaults]
+    missing = sorted(
+        {memory_id: defaults[memory_id] for memory_id in missing_ids}.values(),
+        key=lambda entry: (entry.path, entry.line_start),
+    )
     if not missing:
         return ""
     named = ", ".join(

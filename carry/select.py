@@ -131,6 +131,8 @@ class MemoryContextPlan:
     # `<recalled_memory>` block ("" each when it has nothing).
     standing: str = ""
     recalled: str = ""
+    # The standing part block by block, in packing order, with each block's memory id.
+    standing_blocks: tuple[tuple[str, str], ...] = ()
 
 
 # Latin (and other alphabetic) word runs, single CJK characters and single punctuation marks
@@ -311,6 +313,7 @@ def select_memory_context(
     selected = [ordered[position] for position in packed.kept]
     standing, recalled = render_memory_parts(selected)
     context = "\n\n".join(part for part in (standing, recalled) if part)
+    blocks = tuple((c.memory_id, render_standing(c)) for c in selected if c.standing)
     decisions = tuple(decided[position] for position in range(len(ordered)))
     return MemoryContextPlan(
         context=context,
@@ -321,6 +324,7 @@ def select_memory_context(
         decisions=decisions,
         standing=standing,
         recalled=recalled,
+        standing_blocks=blocks,
     )
 
 

@@ -404,6 +404,20 @@ def _cut(
     )
 
 
+def floor_chars(ledger: Ledger, *, path: str, entries: Sequence[EntrySpan] = ()) -> int:
+    """Given a ledger, return the chars its dead-end floor needs: every section's heading and
+    pointer, and every failed attempt and referenced item as its one-line summary — what a
+    segment planned before the ledger leaves it so that no dead end is lost to the budget."""
+    prepared = _prepare(ledger, entries)
+    blocks = []
+    for section in prepared:
+        shows: list[ItemShow] = ["omitted"] * len(section.section.items)
+        for index in section.floor:
+            shows[index] = section.least(index, "summary")
+        blocks.append(section.render(shows, path))
+    return len(SECTION_SEPARATOR.join(blocks))
+
+
 def truncate_ledger(
     ledger: Ledger, budget_chars: int, *, path: str, entries: Sequence[EntrySpan] = ()
 ) -> LedgerCut:

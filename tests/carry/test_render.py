@@ -434,3 +434,82 @@ def test_the_trailer_names_the_root_in_every_command() -> None:
     assert "`carryd expand <id> --root '/home/me/my memory'`" in trailer
     assert root not in plan.text[: -len(trailer)]
     assert build_carry(inputs(root=root, recall_hits=(note,))) == plan  # byte-stable
+
+
+def _flat_size(carry_inputs: CarryInputs) -> int:
+    return len(
+        build_flat_carry(
+            FlatInputs(
+                workspace=carry_inputs.workspace,
+                discipline=carry_inputs.discipline,
+                plan_text=carry_inputs.plan_text,
+                ledger_text=carry_inputs.ledger_text,
+                plan_path=carry_inputs.plan_path,
+                ledger_path=carry_inputs.ledger_path,
+            )
+        ).text
+    )
+
+
+def _defaults(count: int, lines: int = 1) -> tuple[object, ...]:
+    from carryd.index.entries import parse_entries
+
+    return tuple(
+        entry
+        for number in range(count)
+        for entry in parse_entries(
+            f"notes/rules{number:02d}.md",
+            f"# rules {number}\n\n- Rule {number}: never deploy on a Friday, number {number}.\n"
+            + "".join(f"- and rule {number}.{extra}: keep the change log short\n" for extra in
+                      range(1, lines)),
+        )
+    )
+
+
+def test_a_carry_never_costs_more_than_flat_injection_for_the_same_files() -> None:
+    big = "".join(
+        f"- ❌ attempt {n}: tried variant {n} of the refund queue — failed, because "
+        + "the webhook retried while the queue was still draining " * 3
+        + "\n"
+        for n in range(80)
+    )
+    heading = "## Progress and next steps\n"
+    long = inputs(ledger_text=LEDGER.replace(heading, big + "\n" + heading))
+    long = dataclasses.replace(long, root_defaults=_defaults(3))
+    plan = build_carry(long)
+    flat = _flat_size(long)
+    assert plan.budget_chars == flat < 18_000  # the flat injection's cost is the ceiling
+    assert len(plan.text) <= flat
+    # Within it the standing rules come first; the ledger's oldest attempts pay for them
+    # (one-line dead ends, then the pointer) and the newest stay whole.
+    assert all(f"Rule {n}: never deploy on a Friday" in plan.text for n in range(3))
+    assert "attempt 79: tried variant 79" in plan.text
+    # A short hand-off may cost its framing plus the memory budget: the rules still fit.
+    short = dataclasses.replace(inputs(), root_defaults=_defaults(3))
+    small = build_carry(short)
+    assert _flat_size(short) < small.budget_chars <= 18_000
+    assert all(f"Rule {n}: never deploy" in small.text for n in range(3))
+    assert "Make the refund flow pass all 17 contract tests" in small.text
+
+
+def test_standing_rules_give_way_to_the_ledgers_dead_ends_under_a_tight_budget() -> None:
+    attempts = "".join(
+        f"- ❌ attempt {n}: tried queue variant {n} — failed, the webhook retried.\n"
+        for n in range(20)
+    )
+    heading = "## Progress and next steps\n"
+    tight = dataclasses.replace(
+        inputs(ledger_text=LEDGER.replace(heading, attempts + "\n" + heading)),
+        root_defaults=_defaults(6, lines=4),
+    )
+    plan = build_carry(tight, CarryBudgets(total_chars=3_800))
+    assert len(plan.text) <= plan.budget_chars <= 3_800
+    for n in range(20):  # every dead end keeps its line …
+        assert f"attempt {n}: tried queue variant {n}" in plan.text, n
+    # … the last defaults give way, and every one not shown is named with its id and lines.
+    shown = [n for n in range(6) if f"Rule {n}: never deploy" in plan.text]
+    assert shown == list(range(len(shown))) and 0 < len(shown) < 6
+    assert UNSHOWN_DEFAULTS in plan.text
+    for entry in tight.root_defaults[len(shown) :]:
+        assert f"{entry.id} ({entry.path}:{entry.line_start}-{entry.line_end})" in plan.text
+    assert decisions(plan)["standing"] == ("selected", "shrunk")
