@@ -196,14 +196,7 @@ def build_carry(inputs: CarryInputs, budgets: CarryBudgets = CarryBudgets()) -> 
     unrecognised = tuple(redact(name) for name in ledger.unrecognised) if ledger else ()
     if _too_few_sections(inputs, ledger):
         return _flat_plan(inputs, budgets, warnings, unrecognised)
-    closing = redact(
-        trailer(
-            inputs.workspace,
-            ledger_path=inputs.ledger_path,
-            plan_path=inputs.plan_path,
-            root=inputs.root,
-        )
-    )
+    closing = redact(_trailer(inputs))
     notice = redact(missing_notice(inputs))
     memory, excluded = memory_selection(inputs, budgets.memory)
     rows, newest_first = plan_history_rows(inputs)
@@ -219,7 +212,12 @@ def build_carry(inputs: CarryInputs, budgets: CarryBudgets = CarryBudgets()) -> 
         anchors_segment(rows, newest_first, budgets, history=history),
         PromptSegment("trailer", closing, True, priority=9, budget_priority=0),
     ]
-    budget = cost_ceiling(inputs, budgets, required=(inputs.discipline, notice, closing))
+    # The root's name in the trailer's commands is paid on top: what a carry holds must not
+    # depend on how long the path to the memory root happens to be.
+    rootless = dataclasses.replace(inputs, root=None)
+    bare = redact(_trailer(rootless))
+    ceiling = cost_ceiling(rootless, budgets, required=(inputs.discipline, notice, bare))
+    budget = min(budgets.total_chars, ceiling + len(closing) - len(bare))
     planned: PromptPlan = plan_prompt(segments, budget_chars=budget)
     planned = _without_dangling_expand(planned, inputs, closing)
     anchors = next(d for d in planned.decisions if d.name == "anchors")
@@ -234,6 +232,15 @@ def build_carry(inputs: CarryInputs, budgets: CarryBudgets = CarryBudgets()) -> 
         used_chars=planned.used_chars,
         budget_chars=budget,
         unrecognised_sections=unrecognised,
+    )
+
+
+def _trailer(inputs: CarryInputs) -> str:
+    return trailer(
+        inputs.workspace,
+        ledger_path=inputs.ledger_path,
+        plan_path=inputs.plan_path,
+        root=inputs.root,
     )
 
 

@@ -513,3 +513,15 @@ def test_standing_rules_give_way_to_the_ledgers_dead_ends_under_a_tight_budget()
     for entry in tight.root_defaults[len(shown) :]:
         assert f"{entry.id} ({entry.path}:{entry.line_start}-{entry.line_end})" in plan.text
     assert decisions(plan)["standing"] == ("selected", "shrunk")
+
+
+def test_what_a_carry_holds_does_not_depend_on_the_roots_path_length() -> None:
+    big = "".join(f"- ❌ attempt {n}: tried variant {n} — failed, it timed out.\n" for n in range(90))
+    heading = "## Progress and next steps\n"
+    long = inputs(ledger_text=LEDGER.replace(heading, big + "\n" + heading))
+    long = dataclasses.replace(long, root_defaults=_defaults(3, lines=4))
+    short_root, long_root = "/m", "/home/someone/with/a/much/longer/path/to/their/memory"
+    short = build_carry(dataclasses.replace(long, root=short_root))
+    longer = build_carry(dataclasses.replace(long, root=long_root))
+    assert decisions(short)["ledger"] == ("selected", "shrunk")  # the ceiling binds
+    assert longer.text == short.text.replace(short_root, long_root)
