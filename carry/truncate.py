@@ -302,20 +302,6 @@ def _fill(
             break
 
 
-def cut_section(
-    section: LedgerSection, budget: int, *, path: str, share: int = 0
-) -> tuple[str | None, SectionCut]:
-    """Given one section and a char budget, return its block (None when left out) and its cut,
-    packed as `truncate_ledger` packs a section that has the whole budget to itself."""
-    ledger = Ledger(None, None, (section,), 0, ())
-    prepared = _prepare(ledger, ())[0]
-    shows, block = _pack(prepared, budget, path)
-    if block is not None:
-        _fill(prepared, shows, budget, path, step="summary")
-        block = prepared.render(shows, path)
-    return block, _cut(prepared, shows, block, budget, share, path)
-
-
 def _weight_order(prepared: Sequence[_Section]) -> list[int]:
     return sorted(
         range(len(prepared)), key=lambda index: (-WEIGHTS[prepared[index].section.kind], index)

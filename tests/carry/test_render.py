@@ -516,7 +516,7 @@ def test_standing_rules_give_way_to_the_ledgers_dead_ends_under_a_tight_budget()
 
 
 def test_what_a_carry_holds_does_not_depend_on_the_roots_path_length() -> None:
-    big = "".join(f"- ❌ attempt {n}: tried variant {n} — failed, it timed out.\n" for n in range(90))
+    big = "".join(f"- ❌ attempt {n}: tried variant {n} — failed, timed out.\n" for n in range(90))
     heading = "## Progress and next steps\n"
     long = inputs(ledger_text=LEDGER.replace(heading, big + "\n" + heading))
     long = dataclasses.replace(long, root_defaults=_defaults(3, lines=4))

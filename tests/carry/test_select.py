@@ -5,9 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from carryd.carry.memory_blocks import MEMORY_CLOSE, MEMORY_OPEN, render_memory_context
 from carryd.carry.select import (
-    MEMORY_CLOSE,
-    MEMORY_OPEN,
     MemoryContextCandidate,
     MemorySelectionPolicy,
     Provenance,
@@ -15,7 +14,6 @@ from carryd.carry.select import (
     candidates_from_recall,
     estimate_context_tokens,
     normalise_text,
-    render_memory_context,
     select_memory_context,
 )
 from carryd.index.recall import RecallHit
@@ -486,3 +484,28 @@ def test_a_standing_default_still_meets_budgets_and_loses_its_slot_to_a_workspac
 def test_memory_text_is_escaped_only_where_it_could_be_markup(text: str, shown: str | None) -> None:
     plan = select_memory_context([candidate("m1", text)], user_scope="ws", policy=WIDE)
     assert f">\n{shown if shown is not None else text}\n</memory_hit>" in plan.context
+
+
+def test_a_standing_default_is_the_users_markdown_and_a_hit_is_an_escaped_block() -> None:
+    from carryd.carry.memory_blocks import render_memory_parts
+
+    rule = MemoryContextCandidate(
+        memory_id="mem_rule",
+        text="# Defaults\n\n- Branch names `ck/<topic>`; run `make a && make b`.\n"
+        "```sh\n# a comment, not a heading\n```",
+        user_scope=None,
+        score=0.0,
+        source_rank=1,
+        provenance=Provenance(source_id="mem_rule", path="MEMORY.md", line_start=1, line_end=6),
+        standing=True,
+    )
+    note = candidate("mem_note", "Use `a<b>` here", score=0.9)
+    standing, recalled = render_memory_parts([rule, note])
+    assert standing == (
+        "## Defaults (`MEMORY.md:1-6`)\n"
+        "- Branch names `ck/<topic>`; run `make a && make b`.\n"
+        "```sh\n# a comment, not a heading\n```"
+    )  # as written: no wrapper, no id, no escaping; a fenced `#` line is no heading
+    assert recalled.startswith(f"{MEMORY_OPEN}\n<memory_hit id=\"mem_note\"")
+    assert "a&lt;b&gt;" in recalled and recalled.endswith(MEMORY_CLOSE)
+    assert render_memory_context([rule, note]) == f"{standing}\n\n{recalled}"
