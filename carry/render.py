@@ -269,24 +269,29 @@ def cost_ceiling(inputs: CarryInputs, budgets: CarryBudgets, *, required: Sequen
     plan's least useful lines (superseded, done, oldest), which the packing drops first.
     """
     try:
-        flat = build_flat_carry(
-            FlatInputs(
-                workspace=inputs.workspace,
-                discipline=inputs.discipline,
-                plan_text=inputs.plan_text,
-                ledger_text=inputs.ledger_text,
-                plan_path=inputs.plan_path,
-                ledger_path=inputs.ledger_path,
-                root=inputs.root,
-            ),
-            total_chars=budgets.total_chars,
-            plan_chars=budgets.plan_chars,
-            ledger_chars=budgets.ledger_chars,
-        ).used_chars
+        flat = _flat_carry(inputs, budgets).used_chars
     except PromptBudgetError:
         flat = 0
     floor = planned_chars(text for text in required if text) + budgets.memory.max_chars
     return min(budgets.total_chars, max(flat, floor))
+
+
+def _flat_carry(inputs: CarryInputs, budgets: CarryBudgets) -> PromptPlan:
+    """Given the inputs and budgets, return the flat injection of the same plan and ledger."""
+    return build_flat_carry(
+        FlatInputs(
+            workspace=inputs.workspace,
+            discipline=inputs.discipline,
+            plan_text=inputs.plan_text,
+            ledger_text=inputs.ledger_text,
+            plan_path=inputs.plan_path,
+            ledger_path=inputs.ledger_path,
+            root=inputs.root,
+        ),
+        total_chars=budgets.total_chars,
+        plan_chars=budgets.plan_chars,
+        ledger_chars=budgets.ledger_chars,
+    )
 
 
 def _too_few_sections(inputs: CarryInputs, ledger: Ledger | None) -> bool:
@@ -302,20 +307,7 @@ def _flat_plan(
     warnings: list[str],
     unrecognised: tuple[str, ...],
 ) -> CarryPlan:
-    flat = build_flat_carry(
-        FlatInputs(
-            workspace=inputs.workspace,
-            discipline=inputs.discipline,
-            plan_text=inputs.plan_text,
-            ledger_text=inputs.ledger_text,
-            plan_path=inputs.plan_path,
-            ledger_path=inputs.ledger_path,
-            root=inputs.root,
-        ),
-        total_chars=budgets.total_chars,
-        plan_chars=budgets.plan_chars,
-        ledger_chars=budgets.ledger_chars,
-    )
+    flat = _flat_carry(inputs, budgets)
     warnings.append(
         f"ledger: fewer than {MIN_SECTIONS} of the four sections recognised; carried flat"
     )

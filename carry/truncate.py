@@ -391,9 +391,8 @@ def _cut(
 
 
 def floor_chars(ledger: Ledger, *, path: str, entries: Sequence[EntrySpan] = ()) -> int:
-    """Given a ledger, return the chars its dead-end floor needs: every section's heading and
-    pointer, and every failed attempt and referenced item as its one-line summary — what a
-    segment planned before the ledger leaves it so that no dead end is lost to the budget."""
+    """Given a ledger, return the chars of its dead-end floor (every section's heading and
+    pointer, each failed attempt and referenced item as its one-line summary)."""
     prepared = _prepare(ledger, entries)
     blocks = []
     for section in prepared:
@@ -402,6 +401,27 @@ def floor_chars(ledger: Ledger, *, path: str, entries: Sequence[EntrySpan] = ())
             shows[index] = section.least(index, "summary")
         blocks.append(section.render(shows, path))
     return len(SECTION_SEPARATOR.join(blocks))
+
+
+def _spend_left(
+    prepared: _Section,
+    shows: list[ItemShow],
+    blocks: list[str | None],
+    allowed: list[int],
+    index: int,
+    surplus: int,
+    path: str,
+) -> int:
+    """Given a placed section and what the sections left, show more of it (whole items, then
+    summaries, in priority order) within its block plus that surplus; return what is left."""
+    current = len(blocks[index] or "")
+    room = current + max(0, surplus)
+    _fill(prepared, shows, room, path, step="full")
+    _fill(prepared, shows, room, path, step="summary")
+    block = prepared.render(shows, path)
+    blocks[index] = block
+    allowed[index] = max(allowed[index], room)
+    return surplus - (len(block) - current)
 
 
 def truncate_ledger(
@@ -464,24 +484,12 @@ def truncate_ledger(
         for index in group:  # what is left, highest weight first: more items
             if blocks[index] is None or "omitted" not in shows[index]:
                 continue
-            current = len(blocks[index] or "")
-            room = current + max(0, surplus)
-            _fill(prepared[index], shows[index], room, path, step="full")
-            _fill(prepared[index], shows[index], room, path, step="summary")
-            block = prepared[index].render(shows[index], path)
-            surplus -= len(block) - current
-            blocks[index] = block
-            allowed[index] = max(allowed[index], room)
+            section = prepared[index]
+            surplus = _spend_left(section, shows[index], blocks, allowed, index, surplus, path)
 
     for index in trimmed:  # the stale items, highest weight first, from what is left
-        current = len(blocks[index] or "")
-        room = current + max(0, surplus)
-        _fill(prepared[index], shows[index], room, path, step="full")
-        _fill(prepared[index], shows[index], room, path, step="summary")
-        block = prepared[index].render(shows[index], path)
-        surplus -= len(block) - current
-        blocks[index] = block
-        allowed[index] = max(allowed[index], room)
+        section = prepared[index]
+        surplus = _spend_left(section, shows[index], blocks, allowed, index, surplus, path)
 
     shown = [block for block in blocks if block is not None]
     text = SECTION_SEPARATOR.join(shown)
