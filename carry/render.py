@@ -207,7 +207,12 @@ def build_carry(inputs: CarryInputs, budgets: CarryBudgets = CarryBudgets()) -> 
         PromptSegment("notice", notice, True, priority=1, budget_priority=0),
         ledger_segment(inputs, ledger, budgets),
         plan_segment(inputs, budgets),
-        standing_segment(inputs, memory, reserve=ledger_floor(inputs, ledger)),
+        standing_segment(
+            inputs,
+            memory,
+            reserve=ledger_floor(inputs, ledger, tried_whole=budgets.dead_ends_before_rules),
+            yields=budgets.dead_ends_before_rules,
+        ),
         memory_segment(inputs, memory),
         anchors_segment(rows, newest_first, budgets, history=history),
         PromptSegment("trailer", closing, True, priority=9, budget_priority=0),

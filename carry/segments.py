@@ -130,15 +130,20 @@ def ledger_segment(
     )
 
 
-def ledger_floor(inputs: CarryInputs, ledger: Ledger | None) -> int:
+def ledger_floor(inputs: CarryInputs, ledger: Ledger | None, *, tried_whole: bool = False) -> int:
     """Given the inputs and the parsed ledger, return what the ledger segment needs for its
-    dead-end floor (`truncate.floor_chars`, its pointers naming their ids), heading and
-    separator included; 0 without a ledger."""
+    dead-end floor (`truncate.floor_chars`, its pointers naming their ids) — and, with
+    `tried_whole`, room for its tried section in full — heading and separator included;
+    0 without a ledger."""
     if ledger is None or inputs.ledger_text is None:
         return 0
     heading = redact(f"# Handoff ledger (`{inputs.ledger_path}`)")
     entries = _entry_spans(inputs.ledger_path, inputs.ledger_text, ledger.title_line or 1)
-    floor = floor_chars(_redacted_ledger(ledger), path=inputs.ledger_path, entries=entries)
+    redacted = _redacted_ledger(ledger)
+    floor = floor_chars(redacted, path=inputs.ledger_path, entries=entries)
+    tried = redacted.section("tried")
+    if tried_whole and tried is not None:
+        floor += len(render_section(tried, tried.items, None))
     return len(heading) + 1 + floor + len(SEPARATOR)
 
 
@@ -353,7 +358,7 @@ def memory_selection(
 
 
 def standing_segment(
-    inputs: CarryInputs, memory: MemoryContextPlan, *, reserve: int = 0
+    inputs: CarryInputs, memory: MemoryContextPlan, *, reserve: int = 0, yields: bool = False
 ) -> PromptSegment:
     """Given the memory selection, return the standing-defaults segment: the root-level
     defaults it selected and the line naming those left out, under one heading ("" when
@@ -361,14 +366,18 @@ def standing_segment(
     workspace, so the ledger's stale and oldest lines yield to it — but leaves the ledger
     `reserve` chars (its dead-end floor): under a tight budget (the SessionStart variant) the
     last defaults, in packing order, give way and are named instead of a dead end being cut
-    — unless the floor cannot fit even then, when the rules keep their place."""
+    — unless the floor cannot fit even then, when the rules keep their place (or, with
+    `yields`, are all named: a cut of the full carry that is on disk beside it)."""
     blocks = memory.standing_blocks
     whole = _standing_text(inputs, memory, len(blocks))
 
     def fit(room: int, _: Mapping[str, str]) -> str:
         cap = room - reserve
-        if cap < len(_standing_text(inputs, memory, 0)):
-            cap = room  # the floor does not fit even without a rule: the rules stand
+        named = len(_standing_text(inputs, memory, 0))
+        if cap < named:
+            # Even naming the rules would eat into the reserve: with `yields` (a cut of the
+            # full carry) they are only named; else the floor is out of reach and they stand.
+            cap = min(room, named) if yields else room
         for count in range(len(blocks), -1, -1):
             text = _standing_text(inputs, memory, count)
             if len(text) <= cap:

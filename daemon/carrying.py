@@ -102,9 +102,12 @@ class BuiltCarry:
 
 
 def budgets_from_settings(settings: Settings, *, max_chars: int | None = None) -> CarryBudgets:
-    """Given settings (and an optional smaller total), return the carry's budgets."""
+    """Given settings (and an optional smaller total: a cut of the full carry, such as the
+    SessionStart variant, where the ledger's dead ends come before standing rules), return
+    the carry's budgets."""
     carry = settings.carry
     return CarryBudgets(
+        dead_ends_before_rules=max_chars is not None,
         total_chars=carry.total_chars if max_chars is None else max_chars,
         ledger_chars=carry.ledger_chars,
         plan_chars=carry.plan_chars,

@@ -525,3 +525,30 @@ def test_what_a_carry_holds_does_not_depend_on_the_roots_path_length() -> None:
     longer = build_carry(dataclasses.replace(long, root=long_root))
     assert decisions(short)["ledger"] == ("selected", "shrunk")  # the ceiling binds
     assert longer.text == short.text.replace(short_root, long_root)
+
+
+def test_a_cut_of_the_full_carry_keeps_failed_attempts_whole_before_standing_rules() -> None:
+    attempts = "".join(
+        f"- ❌ attempt {n}: tried queue variant {n} — failed: the webhook retried while the "
+        f"queue held {n} jobs. We then read the worker logs for an hour and found nothing "
+        "else worth noting, and the refund ran twice.\n"
+        for n in range(12)
+    )
+    heading = "## Progress and next steps\n"
+    base = dataclasses.replace(
+        inputs(ledger_text=LEDGER.replace(heading, attempts + "\n" + heading)),
+        root_defaults=_defaults(6, lines=6),
+    )
+    full = build_carry(base, CarryBudgets(total_chars=4_200))
+    cut = build_carry(base, CarryBudgets(total_chars=4_200, dead_ends_before_rules=True))
+    tail = "found nothing else worth noting, and the refund ran twice"
+    rules = [f"Rule {n}: never deploy" for n in range(6)]
+    # The full carry keeps rules first and its attempts as one-line dead ends; its cut (the
+    # SessionStart variant) keeps attempts whole first and names the rules it leaves out.
+    assert full.text.count(tail) == 0 < cut.text.count(tail)
+    assert sum(rule in cut.text for rule in rules) < sum(rule in full.text for rule in rules)
+    for n in range(12):  # a dead end is never lost, whole or as its line
+        assert f"attempt {n}: tried queue variant {n}" in full.text
+        assert f"attempt {n}: tried queue variant {n}" in cut.text
+    for entry in base.root_defaults:
+        assert entry.text.split("\n- ")[1][:20] in cut.text or entry.id in cut.text
