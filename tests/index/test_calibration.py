@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from carryd.index.calibration import calibrate, unrelated_cosines
-from carryd.index.fusion import MINILM, SemanticCalibration
+from carryd.index.fusion import SemanticCalibration
+
+from tests.calibrations import MINILM
 
 
 def corpus(seed: int = 7, files: int = 40, per_file: int = 5, dim: int = 64) -> np.ndarray:
