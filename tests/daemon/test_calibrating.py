@@ -144,23 +144,24 @@ def indexed(root: Path, model: Path, stores: list[Store]) -> tuple[Settings, Sto
     return settings, store, embedder
 
 
-def injected(recaller: Recaller, query: str) -> list[tuple[str, str]]:
-    """Given a query, return (path, L0 heading) of every hit that passes the default gate."""
-    answer = recaller.recall(query)
+def injected(recaller: Recaller, settings: Settings, query: str) -> list[tuple[str, str]]:
+    """Given a query, return (path, L0 heading) of every hit that passes the carry's gate
+    (`carry.memory_min_confidence`: what the carry's recalled memory injects)."""
+    answer = recaller.recall(query, min_confidence=settings.carry.memory_min_confidence)
     assert answer["degraded"] is None
     return [(hit["path"], hit["l0"].split(" — ")[0]) for hit in answer["hits"]]
 
 
-def decisions(recaller: Recaller) -> dict[str, object]:
+def decisions(recaller: Recaller, settings: Settings) -> dict[str, object]:
     """The inject decisions that matter on the fixture: for a paraphrase, the note its best
     injected hit is and every file an injected hit comes from; for an unrelated query, what
     passes the gate (nothing)."""
     made: dict[str, object] = {}
     for query in RELATED:
-        hits = injected(recaller, query)
+        hits = injected(recaller, settings, query)
         made[query] = (hits[0] if hits else None, sorted({path for path, _ in hits}))
     for query in UNRELATED:
-        made[query] = injected(recaller, query)
+        made[query] = injected(recaller, settings, query)
     return made
 
 
@@ -178,7 +179,7 @@ def test_two_models_each_calibrated_on_the_corpus_make_the_same_inject_decisions
         assert stored.calibration.source == "corpus" and stored.entries == 50
         assert not stored.calibration.multilingual  # measured: neither model reads Chinese
         calibrations.append(stored.calibration)
-        made.append(decisions(Recaller(settings, store, embedder, None)))
+        made.append(decisions(Recaller(settings, store, embedder, None), settings))
     # Two models with their own cosine ranges, two measured calibrations ...
     assert calibrations[0] != calibrations[1]
     # ... and the same decisions: every paraphrase's note passes the gate, nothing else does.
@@ -247,9 +248,10 @@ def test_a_corpus_too_small_to_measure_gets_the_models_reference_calibration(
     reference = StoredCalibration.from_json(store.meta(REFERENCE_KEY))
     assert reference is not None and reference.calibration == stored.calibration
     recaller = Recaller(settings, store, embedder, None)
-    assert injected(recaller, "when do I see the tooth doctor")[0] == ("MEMORY.md", "Dentist")
+    tooth = injected(recaller, settings, "when do I see the tooth doctor")
+    assert tooth[0] == ("MEMORY.md", "Dentist")
     for query in UNRELATED:
-        assert injected(recaller, query) == [], query
+        assert injected(recaller, settings, query) == [], query
 
 
 def test_recall_measures_the_reference_itself_when_the_index_stores_no_calibration(
