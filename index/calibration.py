@@ -322,11 +322,12 @@ class StoredCalibration:
         """Return the one line `carryd status` shows."""
         calibration = self.calibration
         ramp_from = calibration.floor if calibration.ramp_from is None else calibration.ramp_from
-        where = (
-            f"{self.entries} entries"
-            if calibration.source == "corpus"
-            else f"reference set (corpus of {self.entries} entries too small)"
-        )
+        if calibration.source == "corpus":
+            where = f"{self.entries} entries"
+        elif self.entries:
+            where = f"the reference notes (a corpus of {self.entries} entries is too small)"
+        else:
+            where = "the reference notes"
         return (
             f"{calibration.source}, {self.pairs} unrelated pairs from {where}: "
             f"floor {calibration.floor:.3f}, ceiling {calibration.ceiling:.3f}, "

@@ -227,3 +227,21 @@ def test_a_reference_calibration_from_vectors() -> None:
     assert cosines.pairs > 0 and calibration.floor < calibration.ceiling
     reader = reference_calibration("m", vectors, UNRELATED, *translations(True))
     assert reader is not None and reader[0].multilingual
+
+
+def test_no_calibration_constant_in_the_code() -> None:
+    """Calibrations come from measurements only: no module of index/ or daemon/ holds a
+    `SemanticCalibration` made at import (a per-model prior), and no lookup by model name."""
+    import ast
+    from pathlib import Path
+
+    import carryd.index.fusion as fusion
+
+    assert not hasattr(fusion, "calibration_for")
+    repo = Path(__file__).resolve().parents[2]
+    for path in sorted([*(repo / "index").glob("*.py"), *(repo / "daemon").glob("*.py")]):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+                assert value.func.id != "SemanticCalibration", f"{path.name}:{node.lineno}"
