@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from carryd.daemon import control
+from carryd.daemon.calibrating import stored_calibration
 from carryd.daemon.errors import ConfigError
 from carryd.daemon.layout import carry_report, list_workspaces
-from carryd.daemon.model import model_identity_text
+from carryd.daemon.model import load_embedder_for, model_identity_text
 from carryd.daemon.state import pid_alive, read_indexing, read_last_index, read_state
 
 if TYPE_CHECKING:
@@ -50,7 +51,6 @@ def probe_model(settings: Settings) -> str | None:
         return f"model folder {path} does not exist"
     if not (path / settings.model.file).is_file() and not any(path.glob("**/*.onnx")):
         return f"model folder {path} holds no .onnx file"
-    from carryd.daemon.model import load_embedder_for  # lazy: reads a few small files only
 
     _, reason = load_embedder_for(settings, lazy=True)
     return None if reason is None else str(reason)
@@ -78,8 +78,6 @@ def index_calibration(settings: Settings) -> dict[str, Any] | None:
     Reads one meta row; never loads the model (its identity is resolved from its files)."""
     if not settings.db_path.exists():
         return None
-    from carryd.daemon.calibrating import stored_calibration
-    from carryd.daemon.model import load_embedder_for
     from carryd.index.store import Store, diagnose
 
     if diagnose(settings.db_path) is not None:
