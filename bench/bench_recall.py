@@ -150,7 +150,7 @@ def reliability(
     return table, error
 
 
-def calibration_in_use(store: Any, embedder: Any, *, reference: bool) -> str:
+def calibration_line(store: Any, embedder: Any, *, reference: bool) -> str:
     """Given the indexed store and its model, return a line on the semantic calibration the
     recallers will read (the stored one), after replacing it with the model's reference
     calibration when `reference` asks."""
@@ -304,7 +304,7 @@ def evaluate_set(
         }
         rows = {row.id: row for row in store.entries()}
         if embedder is not None:
-            print("  " + calibration_in_use(store, embedder, reference=reference_calibration))
+            print("  " + calibration_line(store, embedder, reference=reference_calibration))
         span = {
             entry_id: Span(row.path, row.line_start, row.line_end) for entry_id, row in rows.items()
         }
