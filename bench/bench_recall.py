@@ -1,15 +1,15 @@
 """Recall quality, negative controls and latency on the development sets (not run by CI).
 
     .venv/bin/python bench/bench_recall.py [--data ../shared/data/dev] [--model DIR]...
-        [--sets locomo,cmrc-trial] [--prior-calibration] [--latency-entries 10000]
+        [--sets locomo,cmrc-trial] [--reference-calibration] [--latency-entries 10000]
         [--no-latency]
 
 For each model (--model, repeatable; default: the offline test model and, when
 `tests.testmodel` has it, the second test model) and each set, the memory root is copied into
 a temp folder (the shared data is read-only) and indexed once with the real pipeline
-(`sync_root`). The semantic calibration is measured on that corpus
-(`carryd.index.calibration`, through the `corpus_calibrated` adapter until the index stores it)
-unless --prior-calibration asks for the per-model prior. Query embeddings are cached for the
+(`sync_root`), which measures the semantic calibration on that corpus and stores it
+(`carryd.daemon.calibrating`); --reference-calibration replaces it by the model's reference
+calibration (what a corpus too small to measure gets). Query embeddings are cached for the
 run. Then, for every query of `queries.jsonl` (LoCoMo with its per-query workspace, CMRC at root
 level):
 
@@ -55,18 +55,22 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from carryd.daemon.calibrating import (  # noqa: E402
+    CORPUS_KEY,
+    reference_for,
+    stored_calibration,
+)
 from carryd.daemon.config import Settings, parse_settings  # noqa: E402
 from carryd.daemon.indexing import load_embedder_for, open_store, sync_root  # noqa: E402
 from carryd.daemon.recalling import Recaller  # noqa: E402
-from carryd.index.calibration import calibrate  # noqa: E402
 from carryd.index.entries import parse_entries  # noqa: E402
 from carryd.index.fusion import (  # noqa: E402
     Arm,
     ArmCandidate,
-    calibration_for,
     fuse,
 )
 from carryd.index.lexical import LexicalStats, query_terms, search  # noqa: E402
+from carryd.index.store import Batch  # noqa: E402
 
 SETS = {
     "locomo": "negative_queries_locomo.jsonl",
@@ -146,31 +150,16 @@ def reliability(
     return table, error
 
 
-def corpus_calibrated(recaller: Recaller, store: Any, embedder: Any, rows: dict[str, Any]) -> str:
-    """Give the recaller the semantic calibration measured on this corpus's L0 vectors
-    (`carryd.index.calibration`) instead of the per-model prior; return a one-line summary.
-
-    The adapter until the index stores the calibration with the model identity: it sets the
-    Recaller's calibration before its first query (the snapshot reads it when built)."""
-    prior = calibration_for(embedder.identity.name)
-    ids, matrix = store.vectors(embedder.identity.key())
-    readable = [prior.reads(rows[i].l0) if i in rows else False for i in ids]
-    groups = [rows[i].path if i in rows else "" for i in ids]
-    measured = calibrate(
-        embedder.identity.name,
-        matrix,
-        groups,
-        multilingual=prior.multilingual,
-        readable=readable,
-        fallback=prior,
-    )
-    recaller._calibration = measured  # noqa: SLF001 (bench adapter, see docstring)
-    assert measured is not None
-    return (
-        f"semantic calibration ({measured.source}): ramp {measured.ramp_from:.3f} -> "
-        f"{measured.ceiling:.3f}, nominates above {measured.floor:.3f} (prior for "
-        f"{embedder.identity.name}: {prior.ramp_from} -> {prior.ceiling}, floor {prior.floor})"
-    )
+def calibration_line(store: Any, embedder: Any, *, reference: bool) -> str:
+    """Given the indexed store and its model, return a line on the semantic calibration the
+    recallers will read (the stored one), after replacing it with the model's reference
+    calibration when `reference` asks."""
+    if reference:
+        record = reference_for(embedder, store)
+        store.apply(Batch(identity=embedder.identity.key(), meta=((CORPUS_KEY, record.to_json()),)))
+    stored = stored_calibration(store)
+    assert stored is not None and stored.identity == embedder.identity.key()
+    return f"semantic calibration: {stored.summary()}"
 
 
 # --- the plain BM25 baseline ---------------------------------------------------------------
@@ -287,7 +276,7 @@ def index_copy(source: Path, work: Path, model: Path) -> tuple[Settings, float]:
 
 
 def evaluate_set(
-    name: str, data_dir: Path, model: Path, work: Path, *, corpus_calibration: bool = True
+    name: str, data_dir: Path, model: Path, work: Path, *, reference_calibration: bool = False
 ) -> dict[str, Any]:
     """Given one development set, return every figure the report prints for it."""
     import numpy as np
@@ -314,10 +303,8 @@ def evaluate_set(
             for name, changes in FUSED.items()
         }
         rows = {row.id: row for row in store.entries()}
-        if embedder is not None and corpus_calibration:
-            for one in (recaller, *variants.values()):
-                summary = corpus_calibrated(one, store, embedder, rows)
-            print(f"  {summary}")
+        if embedder is not None:
+            print("  " + calibration_line(store, embedder, reference=reference_calibration))
         span = {
             entry_id: Span(row.path, row.line_start, row.line_end) for entry_id, row in rows.items()
         }
@@ -670,9 +657,9 @@ def main(argv: Iterable[str] | None = None) -> int:
         help="model folder, repeatable (default: the offline test model and the second one)",
     )
     parser.add_argument(
-        "--prior-calibration",
+        "--reference-calibration",
         action="store_true",
-        help="use the per-model prior instead of the calibration measured on each corpus",
+        help="use each model's reference calibration instead of the one measured on the corpus",
     )
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--latency-entries", type=int, default=10_000)
@@ -705,7 +692,7 @@ def main(argv: Iterable[str] | None = None) -> int:
                     args.data,
                     model,
                     work / f"m{number}",
-                    corpus_calibration=not args.prior_calibration,
+                    reference_calibration=args.reference_calibration,
                 )
         model = models[0]
         progressive_loading(REPO / "examples" / "memory", model, work, EXAMPLE_QUERIES)

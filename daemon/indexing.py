@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from carryd.daemon.calibrating import refresh_calibration
 from carryd.daemon.config import Settings
 from carryd.daemon.index_lock import index_lock
 
@@ -295,6 +296,10 @@ def _sync(
     notes, sync_plan = plan_sync(store, work, changes, embedder, lexicon_stale=lexicon_stale)
     applied = _apply_sync(settings, store, sync_plan, embedder, degraded, tracker)
     totals = store.counts()
+    if embedder is not None and applied.degraded is None:
+        # The semantic calibration, measured again only when the model or the corpus's size
+        # moved (`carryd.daemon.calibrating`): a no-op check on an edit.
+        refresh_calibration(store, embedder, totals["entries"])
     return SyncReport(
         files=totals["files"],
         entries=totals["entries"],

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from carryd.daemon.calibrating import calibration_in_use
 from carryd.daemon.recall_json import (  # noqa: F401 — re-exported
     answer_from_json,
     answer_json,
@@ -46,7 +47,7 @@ from carryd.daemon.recall_json import (  # noqa: F401 — re-exported
 )
 from carryd.index.entries import Entry, parse_entries
 from carryd.index.errors import CarrydError
-from carryd.index.fusion import SemanticCalibration, calibration_for
+from carryd.index.fusion import SemanticCalibration
 from carryd.index.lexical import TermPostings, query_terms
 from carryd.index.recall import QueryTerms, RecallAnswer, RecallOptions, recall
 from carryd.index.redact import redact
@@ -89,32 +90,45 @@ class WarmSnapshot:
     A refresh reads the store's change log (`Store.changes_since`): only the ids written since
     the snapshot's generation are re-read, so an edit costs what changed, not what is stored.
     A full load happens first, and whenever the log cannot say (another index file, a log that
-    started later, a vector problem to report).
+    started later, a vector problem to report, a new semantic calibration).
+
+    The semantic calibration comes with the snapshot: the one the index stores for the model
+    (`carryd.daemon.calibrating.calibration_in_use`), read again at every refresh (one meta
+    row); recall reads cosines with the calibration its snapshot was built with.
     """
 
     def __init__(self, store: Store, embedder: Embedder | None) -> None:
         self._store = store
         self._embedder = embedder
-        self._calibration: SemanticCalibration | None = (
-            calibration_for(embedder.identity.name) if embedder is not None else None
-        )
+        self._calibration: SemanticCalibration | None = None
+        self.calibration_problem: str | None = None  # why there is none, with a model
         self._snapshot: Snapshot | None = None
         self._lock = threading.Lock()
         self.refreshes: Counter[RefreshKind] = Counter()  # how each refresh was done
 
     def current(self) -> Snapshot:
         """Return the snapshot of the store's current generation (refreshed when it moved)."""
+        return self.calibrated()[0]
+
+    def calibrated(self) -> tuple[Snapshot, SemanticCalibration | None]:
+        """Return the snapshot of the store's current generation and the semantic calibration
+        it was built with (None: no semantic arm)."""
         with self._lock:
             generation = self._store.generation()
             snapshot = self._snapshot
             if snapshot is None or snapshot.generation != generation:
                 snapshot = self._snapshot = self._refresh(generation)
-            return snapshot
+            return snapshot, self._calibration
 
     def _refresh(self, generation: int) -> Snapshot:
         """Given the store's generation, return the snapshot for it: from the change log when
-        the last one is healthy and the log covers the gap, else loaded in full."""
+        the last one is healthy, the calibration the same and the log covers the gap, else
+        loaded in full (which entries the model reads follows the calibration)."""
         previous = self._snapshot
+        calibration = self._read_calibration()
+        if calibration != self._calibration:
+            self._calibration = calibration
+            previous = None
         if previous is not None and previous.vector_problem is None:
             try:
                 patched = self._from_log(generation, previous)
@@ -145,6 +159,21 @@ class WarmSnapshot:
         if snapshot.vector_problem:
             log.warning("recall: %s", snapshot.vector_problem)
         return snapshot
+
+    def _read_calibration(self) -> SemanticCalibration | None:
+        """Return the semantic calibration for the model (None: no model, or none can be had
+        and the semantic arm is off, `calibration_problem` says why)."""
+        if self._embedder is None:
+            return None
+        try:
+            calibration = calibration_in_use(self._store, self._embedder).calibration
+        except _SEMANTIC_FAILURES as error:
+            if self.calibration_problem is None:
+                log.warning("recall: no semantic calibration, lexical-only: %s", error)
+            self.calibration_problem = f"no semantic calibration: {error}"
+            return None
+        self.calibration_problem = None
+        return calibration
 
     def _stored_vectors(self) -> StoredVectors | None:
         """Return the model's vectors as stored (None: no model), or why they cannot be read."""
@@ -238,9 +267,6 @@ class Recaller:
         self._degraded: str | None = None
         if embedder is None:
             self._degraded = degraded or "no embedding model: lexical-only recall"
-        self._calibration: SemanticCalibration | None = (
-            calibration_for(embedder.identity.name) if embedder is not None else None
-        )
         self.warm = warm if warm is not None else WarmSnapshot(store, embedder)
         self._snapshot: Snapshot | None = None
         self._scopes: dict[str | None, Scope] = {}
@@ -249,11 +275,15 @@ class Recaller:
 
     # --- caches --------------------------------------------------------------------------
 
-    def _current(self) -> tuple[Snapshot, dict[str | None, Scope], dict[str, TermPostings]]:
-        """Return the warm snapshot and this recaller's caches over it (emptied when the
-        snapshot changed)."""
+    def _current(
+        self,
+    ) -> tuple[
+        Snapshot, SemanticCalibration | None, dict[str | None, Scope], dict[str, TermPostings]
+    ]:
+        """Return the warm snapshot, its semantic calibration and this recaller's caches over
+        it (emptied when the snapshot changed)."""
         with self._lock:
-            snapshot = self.warm.current()
+            snapshot, calibration = self.warm.calibrated()
             previous = self._snapshot
             if snapshot is not previous:
                 self._snapshot = snapshot
@@ -261,7 +291,7 @@ class Recaller:
                 self._term_postings = (
                     self._kept_postings(previous, snapshot) if previous is not None else {}
                 )
-            return snapshot, self._scopes, self._term_postings
+            return snapshot, calibration, self._scopes, self._term_postings
 
     def _kept_postings(self, previous: Snapshot, snapshot: Snapshot) -> dict[str, TermPostings]:
         """Given the last snapshot and the new one, return the cached postings still right
@@ -310,7 +340,7 @@ class Recaller:
     def slots(self, ids: Iterable[str]) -> dict[str, str | None]:
         """Given entry ids, return id → explicit slot (None: it has none) of each one the index
         holds, from the warm snapshot recall answers from (no file reads)."""
-        snapshot, _, _ = self._current()
+        snapshot, _, _, _ = self._current()
         rows = snapshot.rows
         return {entry_id: rows[entry_id].slot for entry_id in ids if entry_id in rows}
 
@@ -330,6 +360,7 @@ class Recaller:
         the lexical arm and says why in `degraded`.
         """
         recall_settings = self._settings.recall
+        snapshot, calibration, scopes, term_postings = self._current()
         options = RecallOptions(
             limit=recall_settings.limit if limit is None else limit,
             min_confidence=(
@@ -340,15 +371,14 @@ class Recaller:
             semantic_divisor=recall_settings.semantic_divisor,
             rrf_k=recall_settings.rrf_k,
             parent_propagation=recall_settings.parent_propagation,
-            calibration=self._calibration,
+            calibration=calibration,
         )
-        snapshot, scopes, term_postings = self._current()
-        degraded = self._degraded or snapshot.vector_problem
+        degraded = self._degraded or snapshot.vector_problem or self.warm.calibration_problem
         if not query.strip() or options.limit <= 0:
             return RecallAnswer(query, workspace, degraded, ())
         scope = self._scope(snapshot, scopes, workspace)
         terms = self._terms(query, snapshot, term_postings)
-        vector, problem = self._query_vector(query, snapshot)
+        vector, problem = self._query_vector(query, snapshot, calibration)
         answer = recall(snapshot, terms, vector, scope, options)
         return dataclasses.replace(answer, degraded=answer.degraded or problem or degraded)
 
@@ -380,13 +410,15 @@ class Recaller:
         postings = {term: term_postings[term] for term in wanted_terms if term in term_postings}
         return QueryTerms(text=query, terms=wanted_terms, postings=postings)
 
-    def _query_vector(self, query: str, snapshot: Snapshot) -> tuple[np.ndarray | None, str | None]:
+    def _query_vector(
+        self, query: str, snapshot: Snapshot, calibration: SemanticCalibration | None
+    ) -> tuple[np.ndarray | None, str | None]:
         """Return the query's embedding, or None and why not (None, None: no semantic arm)."""
-        if self._embedder is None or self._calibration is None:
+        if self._embedder is None or calibration is None:
             return None, None
         if snapshot.matrix is None:
             return None, snapshot.vector_problem
-        if not self._calibration.reads(query):
+        if not calibration.reads(query):
             # The model cannot read this query (an English-only model, a Chinese query): the
             # arm abstains rather than adding near-random candidates to the fusion.
             return None, None

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from carryd.daemon import control
+from carryd.daemon.calibrating import stored_calibration
 from carryd.daemon.errors import ConfigError
 from carryd.daemon.layout import carry_report, list_workspaces
-from carryd.daemon.model import model_identity_text
+from carryd.daemon.model import load_embedder_for, model_identity_text
 from carryd.daemon.state import pid_alive, read_indexing, read_last_index, read_state
 
 if TYPE_CHECKING:
@@ -50,7 +51,6 @@ def probe_model(settings: Settings) -> str | None:
         return f"model folder {path} does not exist"
     if not (path / settings.model.file).is_file() and not any(path.glob("**/*.onnx")):
         return f"model folder {path} holds no .onnx file"
-    from carryd.daemon.model import load_embedder_for  # lazy: reads a few small files only
 
     _, reason = load_embedder_for(settings, lazy=True)
     return None if reason is None else str(reason)
@@ -72,6 +72,35 @@ def index_counts(settings: Settings) -> dict[str, int] | None:
         return dict(store.counts())
 
 
+def index_calibration(settings: Settings) -> dict[str, Any] | None:
+    """Given settings, return the semantic calibration the index stores (source, pairs,
+    floor, ceiling, …, and whether it is the current model's), or None when there is none.
+    Reads one meta row; never loads the model (its identity is resolved from its files)."""
+    if not settings.db_path.exists():
+        return None
+    from carryd.index.store import Store, diagnose
+
+    if diagnose(settings.db_path) is not None:
+        return None  # index_counts reports it
+    with Store.open(settings.db_path) as store:
+        stored = stored_calibration(store)
+    if stored is None:
+        return None
+    embedder, _ = load_embedder_for(settings, lazy=True)
+    calibration = stored.calibration
+    return {
+        "source": calibration.source,
+        "pairs": stored.pairs,
+        "entries": stored.entries,
+        "floor": calibration.floor,
+        "ceiling": calibration.ceiling,
+        "ramp_from": calibration.ramp_from,
+        "reads_chinese": calibration.multilingual,
+        "current_model": embedder is not None and embedder.identity.key() == stored.identity,
+        "summary": stored.summary(),
+    }
+
+
 def status_report(settings: Settings, *, now: float | None = None) -> dict[str, Any]:
     """Given settings, return the whole status (the JSON `carryd status --json` prints)."""
     if not settings.root_path.is_dir():
@@ -90,6 +119,10 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
         except Exception as error:  # noqa: BLE001 — status must report a broken index, not die
             counts = None
             daemon["index_error"] = f"{type(error).__name__}: {error}"
+    try:
+        calibration = index_calibration(settings)
+    except Exception:  # noqa: BLE001 — status reports a broken index once, above
+        calibration = None
     checked = (recorded or {}).get("carries_checked") or {}
     carries = [
         carry_report(settings, workspace, checked_at=checked.get(workspace), now=now)
@@ -107,6 +140,7 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
         "model": model,
         "indexing": indexing,
         "counts": counts,
+        "calibration": calibration,
         "last_sync": (recorded or {}).get("last_sync"),
         "last_verify": (recorded or {}).get("last_verify"),
         "last_error": (recorded or {}).get("last_error"),
@@ -308,6 +342,12 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
         lines.append(
             f"index: {counts.get('files', 0)} files, {counts.get('entries', 0)} entries, "
             f"{counts.get('vectors', 0)} vectors"
+        )
+    calibration = report.get("calibration")
+    if calibration:
+        lines.append(
+            f"calibration: {calibration['summary']}"
+            + ("" if calibration["current_model"] else " (another model's: the next sync measures)")
         )
     if report.get("indexing"):
         lines.append(f"indexing: {_indexing_text(report['indexing'])}")

@@ -22,18 +22,29 @@ pairs do not, and the few that do (a recurring topic) only widen the spread, whi
 more cautious, not less. Only L0s the model reads are sampled (an English-only model's cosines
 between two Chinese L0s are noise, not "unrelated").
 
+Too small a corpus to measure (a few files): the same quantiles of the cosines between the
+notes of a fixed reference set shipped with carryd (`carryd.index.calibration_reference`),
+measured on the model itself (`reference_calibration`). Whether the model reads Chinese is
+measured there too (`reads_chinese`), so no model name decides anything.
+
 Pure and deterministic: the pairs come from a seeded generator, so the same vectors and files
-give the same calibration (and the same inject decisions) on every run. Store it beside the
-model identity: it changes only when the model or the corpus changes substantially.
+give the same calibration (and the same inject decisions) on every run. The daemon stores it
+beside the model identity (`StoredCalibration`, `carryd.daemon.calibrating`): measured again
+only when the model identity changes or the corpus has doubled or halved
+(`needs_measuring`), never per edit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import statistics
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from carryd.index.fusion import SemanticCalibration
+from carryd.index.calibration_reference import REFERENCE_VERSION
+from carryd.index.fusion import CJK_SHARE_UNREADABLE, CalibrationSource, SemanticCalibration
+from carryd.index.tokenize import cjk_share
 
 if TYPE_CHECKING:
     import numpy as np
@@ -44,17 +55,31 @@ __all__ = [
     "MIN_PAIRS",
     "PAIRS",
     "RAMP_FROM",
+    "GROWTH",
+    "READS_CHINESE_SHARE",
+    "StoredCalibration",
     "UnrelatedCosines",
     "unrelated_cosines",
     "calibrate",
+    "measure_corpus",
+    "needs_measuring",
+    "reads_chinese",
+    "reference_calibration",
+    "sample_ids",
 ]
 
 RAMP_FROM = 0.96
 FLOOR = 0.98
 CEILING = 0.995
+SAMPLE = 4_000  # L0s read to measure a corpus: 8M possible pairs, ~6 MB of vectors at 384 dims
 PAIRS = 20_000  # the 99.5% quantile from 100 pairs above it; ~5 ms at 384 dims
-MIN_PAIRS = 200  # fewer distinct unrelated pairs than this: too little to measure, use a prior
+MIN_PAIRS = 200  # fewer distinct unrelated pairs than this: too little to measure (reference)
 _SEED = 20261130
+# Measured again when the corpus has grown or shrunk by this factor since (never per edit).
+GROWTH = 2.0
+# A model reads Chinese when at least this share of English notes find their own translation
+# first among the Chinese notes (random: 1 in 12) ...
+READS_CHINESE_SHARE = 2 / 3
 
 
 @dataclass(frozen=True)
@@ -68,6 +93,18 @@ class UnrelatedCosines:
     mean: float
     spread: float
     pairs: int
+
+
+def sample_ids(ids: Iterable[str], size: int = SAMPLE, seed: int = _SEED) -> list[str]:
+    """Given the ids of a corpus's L0 vectors, return a seeded sample of at most `size` of
+    them (sorted first, so the same corpus gives the same sample in any order)."""
+    import numpy as np
+
+    ordered = sorted(ids)
+    if len(ordered) <= size:
+        return ordered
+    chosen = np.random.default_rng(seed).choice(len(ordered), size=size, replace=False)
+    return [ordered[position] for position in sorted(chosen.tolist())]
 
 
 def unrelated_cosines(
@@ -127,14 +164,187 @@ def calibrate(
     """Given a model's name, a sample of its L0 vectors with each one's file (and whether the
     model reads it), return the calibration measured on them — or `fallback` when the corpus
     is too small to measure (a few files)."""
+    measured = measure_corpus(name, vectors, groups, multilingual=multilingual, readable=readable)
+    return fallback if measured is None else measured[0]
+
+
+def measure_corpus(
+    name: str,
+    vectors: np.ndarray,
+    groups: Sequence[str],
+    *,
+    multilingual: bool,
+    readable: Sequence[bool] | None = None,
+) -> tuple[SemanticCalibration, UnrelatedCosines] | None:
+    """`calibrate`, with the distribution the calibration was read from (for its record), or
+    None when the corpus is too small to measure."""
     measured = unrelated_cosines(vectors, groups, readable=readable)
     if measured is None:
-        return fallback
+        return None
+    return _calibration(name, measured, multilingual, "corpus"), measured
+
+
+def reads_chinese(english: np.ndarray, chinese: np.ndarray, floor: float) -> bool:
+    """Given the vectors of English notes and of their Chinese translations (row i of each the
+    same note) and the cosine above which the arm would nominate (the floor measured on all
+    the reference notes, whatever their language), return whether the model reads Chinese:
+    most English notes find their own translation first, and the typical translation's cosine
+    lies above that floor (an English-only model's Chinese cosines are noise: it may find a
+    translation by a shared digit, never with a cosine the arm would act on)."""
+    import numpy as np
+
+    cosines = np.asarray(english, dtype=np.float64) @ np.asarray(chinese, dtype=np.float64).T
+    found = float((cosines.argmax(axis=1) == np.arange(len(cosines))).mean())
+    return found >= READS_CHINESE_SHARE and statistics.median(np.diag(cosines)) > floor
+
+
+def reference_calibration(
+    name: str,
+    vectors: np.ndarray,
+    texts: Sequence[str],
+    english: np.ndarray,
+    chinese: np.ndarray,
+) -> tuple[SemanticCalibration, UnrelatedCosines] | None:
+    """Given a model's name, its vectors of the reference notes (`texts`, each its own
+    subject) and of the translation pairs, return the calibration measured on them (source
+    "reference") with the distribution it was read from, or None when the model reads too few
+    of the notes to measure."""
+    groups = [str(number) for number in range(len(texts))]
+    everything = unrelated_cosines(vectors, groups)
+    if everything is None:
+        return None
+    multilingual = reads_chinese(english, chinese, everything.floor)
+    readable = [multilingual or cjk_share(text) < CJK_SHARE_UNREADABLE for text in texts]
+    measured = unrelated_cosines(vectors, groups, readable=readable)
+    if measured is None:
+        return None
+    return _calibration(name, measured, multilingual, "reference"), measured
+
+
+def _calibration(
+    name: str, measured: UnrelatedCosines, multilingual: bool, source: CalibrationSource
+) -> SemanticCalibration:
     return SemanticCalibration(
         name=name,
         floor=measured.floor,
         ceiling=max(measured.ceiling, measured.floor + 1e-6),
         multilingual=multilingual,
         ramp_from=measured.ramp_from,
-        source="corpus",
+        source=source,
     )
+
+
+@dataclass(frozen=True)
+class StoredCalibration:
+    """A calibration as the index keeps it: for which model identity (`ModelIdentity.key()`),
+    measured at how many corpus entries, on how many pairs, with which reference set."""
+
+    identity: str
+    calibration: SemanticCalibration
+    entries: int
+    pairs: int
+    mean: float
+    spread: float
+    reference_version: int = REFERENCE_VERSION
+
+    def to_json(self) -> str:
+        """Return the record as the JSON text stored in the index's meta table."""
+        calibration = self.calibration
+        return json.dumps(
+            {
+                "identity": self.identity,
+                "name": calibration.name,
+                "source": calibration.source,
+                "floor": calibration.floor,
+                "ceiling": calibration.ceiling,
+                "ramp_from": calibration.ramp_from,
+                "multilingual": calibration.multilingual,
+                "entries": self.entries,
+                "pairs": self.pairs,
+                "mean": self.mean,
+                "spread": self.spread,
+                "reference_version": self.reference_version,
+            },
+            sort_keys=True,
+            ensure_ascii=False,
+        )
+
+    @classmethod
+    def from_json(cls, text: str | None) -> StoredCalibration | None:
+        """Given stored JSON text (or None), return the record, or None when there is none or
+        it cannot be read (it is then measured again)."""
+        if not text:
+            return None
+        try:
+            value: dict[str, Any] = json.loads(text)
+            source = value["source"]
+            if source not in ("corpus", "reference"):
+                return None
+            ramp_from = value["ramp_from"]
+            return cls(
+                identity=str(value["identity"]),
+                calibration=SemanticCalibration(
+                    name=str(value["name"]),
+                    floor=float(value["floor"]),
+                    ceiling=float(value["ceiling"]),
+                    multilingual=bool(value["multilingual"]),
+                    ramp_from=None if ramp_from is None else float(ramp_from),
+                    source=source,
+                ),
+                entries=int(value["entries"]),
+                pairs=int(value["pairs"]),
+                mean=float(value["mean"]),
+                spread=float(value["spread"]),
+                reference_version=int(value["reference_version"]),
+            )
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    @classmethod
+    def of(
+        cls,
+        identity: str,
+        calibration: SemanticCalibration,
+        measured: UnrelatedCosines,
+        entries: int,
+    ) -> StoredCalibration:
+        """Given a calibration and the distribution it was read from, return its record."""
+        return cls(
+            identity=identity,
+            calibration=calibration,
+            entries=entries,
+            pairs=measured.pairs,
+            mean=measured.mean,
+            spread=measured.spread,
+        )
+
+    def summary(self) -> str:
+        """Return the one line `carryd status` shows."""
+        calibration = self.calibration
+        ramp_from = calibration.floor if calibration.ramp_from is None else calibration.ramp_from
+        if calibration.source == "corpus":
+            where = f"{self.entries} entries"
+        elif self.entries:
+            where = f"the reference notes (a corpus of {self.entries} entries is too small)"
+        else:
+            where = "the reference notes"
+        return (
+            f"{calibration.source}, {self.pairs} unrelated pairs from {where}: "
+            f"floor {calibration.floor:.3f}, ceiling {calibration.ceiling:.3f}, "
+            f"ramp from {ramp_from:.3f}; reads Chinese: "
+            + ("yes" if calibration.multilingual else "no")
+        )
+
+
+def needs_measuring(stored: StoredCalibration | None, identity: str, entries: int) -> bool:
+    """Given the stored calibration (or None), the current model identity and the corpus's
+    entry count, return whether to measure again: never measured, another model or reference
+    set, or a corpus that has doubled or halved since (a calibration from a few entries is
+    replaced as the corpus grows, but an edit never moves it)."""
+    if stored is None or stored.identity != identity:
+        return True
+    if stored.reference_version != REFERENCE_VERSION:
+        return True
+    if stored.entries <= 0:
+        return entries > 0
+    return entries >= GROWTH * stored.entries or entries * GROWTH <= stored.entries

@@ -56,7 +56,6 @@ __all__ = [
     "SemanticCalibration",
     "CalibrationSource",
     "CJK_SHARE_UNREADABLE",
-    "calibration_for",
     "fuse",
 ]
 
@@ -76,7 +75,9 @@ MatchReason = Literal[
     "parent_workspace",
 ]
 RankMode = Literal["rrf", "raw"]
-CalibrationSource = Literal["prior", "corpus"]
+# corpus: measured on the user's L0s; reference: on carryd's reference notes (a corpus too small
+# to measure); prior: set by hand (tests, benches).
+CalibrationSource = Literal["prior", "corpus", "reference"]
 
 PARENT_DECAY: Mapping[ParentLevel, float] = {"topic": 0.5, "file": 0.35, "workspace": 0.2}
 _PARENT_REASON: Mapping[ParentLevel, MatchReason] = {
@@ -101,8 +102,8 @@ class SemanticCalibration:
     above the floor (confidence > 0), so a near-random cosine never enters the fusion.
 
     `carryd.index.calibration.calibrate` measures the three cosines on the user's own corpus
-    (quantiles of the cosines between unrelated L0s), with no per-model number; the constants
-    below are priors for when no measurement exists yet (`source`).
+    (quantiles of the cosines between unrelated L0s), or on carryd's reference notes when the
+    corpus is too small, with no per-model number (`source`).
 
     `multilingual`: an English-only model cannot read Chinese, so for such a model the semantic
     arm abstains on a query whose letters are mostly CJK and never nominates an entry whose L0 is
@@ -132,36 +133,6 @@ class SemanticCalibration:
 
 
 CJK_SHARE_UNREADABLE = 0.5
-
-# all-MiniLM-L6-v2 (the offline test model), measured on the development sets
-# (bench/bench_recall.py): the best L0 cosine of a negative-control query (about something the
-# root does not contain) is 0.46–0.52 on LoCoMo, mostly L0s that merely share a speaker's name;
-# a genuine paraphrase with no word in common reaches 0.5–0.7; the model is as sure as it gets at
-# 0.65, so confidence ramps from 0.55 to 0.65 and the default threshold 0.5 sits at 0.60.
-# Nomination: with RRF's k = 60 any entry both arms nominate outranks the lexical arm's rank 1,
-# so a semantic nomination is a strong vote; the arm nominates only what it would inject by
-# itself at the default threshold (cosine above 0.60, confidence ≥ 0.5). Nominating from 0.55
-# cost fused recall@5 on LoCoMo 2–4 points, from 0.45 about 15 (most weakly similar L0s are
-# not the answer). English-only: abstains on Chinese.
-MINILM = SemanticCalibration(
-    name="minilm", floor=0.60, ceiling=0.65, multilingual=False, ramp_from=0.55
-)
-# multilingual-e5-small (the default model): E5's cosines sit high (unrelated ~0.75–0.8, a
-# relevant passage ~0.85–0.9). Not measurable here (the model cannot be downloaded offline):
-# re-run bench/bench_recall.py --model <e5 folder> and adjust.
-E5 = SemanticCalibration(name="e5", floor=0.80, ceiling=0.90, multilingual=True)
-# Any other model: a conservative middle; languages unknown, so it is trusted on all text.
-GENERIC = SemanticCalibration(name="generic", floor=0.40, ceiling=0.80, multilingual=True)
-
-
-def calibration_for(model_name: str) -> SemanticCalibration:
-    """Given a model's name (or identity key), return the prior cosine calibration for it."""
-    folded = model_name.casefold()
-    if "e5" in folded:
-        return E5
-    if "minilm" in folded and "multilingual" not in folded:
-        return MINILM
-    return GENERIC
 
 
 # --- fusion ------------------------------------------------------------------------------

@@ -193,13 +193,8 @@ def test_a_hits_confidence_does_not_depend_on_how_many_candidates_came_back(
     assert len(many["hits"]) == 50 and len(one["hits"]) == 1
     by_id = {hit["id"]: hit for hit in many["hits"]}
     assert one["hits"][0]["confidence"] == by_id[one["hits"][0]["id"]]["confidence"]
-    # The semantic confidence is the calibrated cosine: the same entry alone in another root
-    # gets exactly the same one.
-    alone = indexed({"target.md": files["target.md"]}).recall("doctor knee", min_confidence=0.0)
-    (single,) = alone["hits"]
-    crowd = by_id[single["id"]] if single["id"] in by_id else None
-    assert crowd is not None
-    assert single["arms"]["semantic"]["confidence"] == crowd["arms"]["semantic"]["confidence"]
+    # (Not across roots: the semantic confidence reads the cosine through the calibration
+    # measured on each root's own corpus, `carryd.daemon.calibrating`.)
 
 
 def test_default_answers_only_inject_hits_and_zero_returns_every_candidate(

@@ -5,8 +5,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from carryd.index.calibration import calibrate, unrelated_cosines
-from carryd.index.fusion import MINILM, SemanticCalibration
+from carryd.index.calibration import (
+    StoredCalibration,
+    calibrate,
+    measure_corpus,
+    needs_measuring,
+    reads_chinese,
+    reference_calibration,
+    sample_ids,
+    unrelated_cosines,
+)
+from carryd.index.calibration_reference import REFERENCE_VERSION, TRANSLATIONS, UNRELATED
+from carryd.index.fusion import SemanticCalibration
+
+from tests.calibrations import MINILM
 
 
 def corpus(seed: int = 7, files: int = 40, per_file: int = 5, dim: int = 64) -> np.ndarray:
@@ -112,3 +124,124 @@ def test_a_calibration_is_a_semantic_calibration() -> None:
     calibration = calibrate("m", corpus(), GROUPS, multilingual=False)
     assert isinstance(calibration, SemanticCalibration)
     assert not calibration.reads("发布时踩了哪些坑？")
+
+
+def stored(
+    identity: str = "model-a", entries: int = 100, version: int = REFERENCE_VERSION
+) -> StoredCalibration:
+    measured = measure_corpus("m", corpus(), GROUPS, multilingual=False)
+    assert measured is not None
+    record = StoredCalibration.of(identity, measured[0], measured[1], entries)
+    return StoredCalibration(
+        identity=record.identity,
+        calibration=record.calibration,
+        entries=record.entries,
+        pairs=record.pairs,
+        mean=record.mean,
+        spread=record.spread,
+        reference_version=version,
+    )
+
+
+@pytest.mark.parametrize(
+    ("record", "identity", "entries", "again"),
+    [
+        (None, "model-a", 10, True),  # never measured
+        (stored(), "model-b", 100, True),  # another model
+        (stored(version=REFERENCE_VERSION - 1), "model-a", 100, True),  # other reference notes
+        (stored(), "model-a", 101, False),  # an edit
+        (stored(), "model-a", 199, False),
+        (stored(), "model-a", 200, True),  # doubled
+        (stored(), "model-a", 51, False),
+        (stored(), "model-a", 50, True),  # halved
+        (stored(entries=0), "model-a", 0, False),  # still nothing to measure
+        (stored(entries=0), "model-a", 1, True),
+    ],
+)
+def test_measured_again_only_on_a_model_change_or_a_corpus_that_doubled_or_halved(
+    record: StoredCalibration | None, identity: str, entries: int, again: bool
+) -> None:
+    assert needs_measuring(record, identity, entries) is again
+
+
+def test_a_stored_calibration_reads_back_equal() -> None:
+    record = stored()
+    assert StoredCalibration.from_json(record.to_json()) == record
+    assert record.calibration.source == "corpus"
+    assert record.summary().startswith(f"corpus, {record.pairs} unrelated pairs from 100 entries")
+
+
+@pytest.mark.parametrize(
+    "text", [None, "", "not json", "{}", '{"source": "prior"}', '{"source": "corpus"}']
+)
+def test_an_unreadable_record_reads_as_none_and_is_measured_again(text: str | None) -> None:
+    assert StoredCalibration.from_json(text) is None
+
+
+def test_the_sample_is_seeded_and_independent_of_order() -> None:
+    ids = [f"id{n:05}" for n in range(10_000)]
+    sample = sample_ids(ids, size=500)
+    assert len(sample) == 500 == len(set(sample)) and set(sample) <= set(ids)
+    assert sample_ids(reversed(ids), size=500) == sample
+    assert sample_ids(ids[:300], size=500) == ids[:300]
+
+
+def translations(reads: bool, dim: int = 32) -> tuple[np.ndarray, np.ndarray]:
+    """Given whether the 'model' reads Chinese, return English and Chinese note vectors: a
+    reader puts a translation next to its note, a non-reader puts Chinese anywhere."""
+    generator = np.random.default_rng(3)
+    english = generator.normal(size=(12, dim))
+    chinese = (
+        english + 0.3 * generator.normal(size=(12, dim))
+        if reads
+        else (generator.normal(size=(12, dim)))
+    )
+    english /= np.linalg.norm(english, axis=1, keepdims=True)
+    chinese /= np.linalg.norm(chinese, axis=1, keepdims=True)
+    return english, chinese
+
+
+def test_reading_chinese_is_measured_on_translations() -> None:
+    assert reads_chinese(*translations(True), floor=0.5)
+    assert not reads_chinese(*translations(False), floor=0.5)
+    # Finding translations by chance-level shared features is not reading: the cosines must
+    # also clear what the arm would nominate.
+    assert not reads_chinese(*translations(True), floor=0.99)
+
+
+def test_the_reference_notes_are_many_unrelated_subjects_in_several_languages() -> None:
+    assert len(set(UNRELATED)) == len(UNRELATED)
+    latin = [text for text in UNRELATED if not any("\u4e00" <= char <= "\u9fff" for char in text)]
+    # An English-only model still has enough notes to measure on.
+    assert len(latin) * (len(latin) - 1) // 2 >= 1000
+    assert len(TRANSLATIONS) >= 12
+    assert not set(UNRELATED) & {text for pair in TRANSLATIONS for text in pair}
+
+
+def test_a_reference_calibration_from_vectors() -> None:
+    vectors = corpus(files=len(UNRELATED), per_file=1)
+    measured = reference_calibration("m", vectors, UNRELATED, *translations(False))
+    assert measured is not None
+    calibration, cosines = measured
+    assert calibration.source == "reference" and not calibration.multilingual
+    assert cosines.pairs > 0 and calibration.floor < calibration.ceiling
+    reader = reference_calibration("m", vectors, UNRELATED, *translations(True))
+    assert reader is not None and reader[0].multilingual
+
+
+def test_no_calibration_constant_in_the_code() -> None:
+    """Calibrations come from measurements only: no module of index/ or daemon/ holds a
+    `SemanticCalibration` made at import (a per-model prior), and no lookup by model name."""
+    import ast
+    from pathlib import Path
+
+    import carryd.index.fusion as fusion
+
+    assert not hasattr(fusion, "calibration_for")
+    repo = Path(__file__).resolve().parents[2]
+    for path in sorted([*(repo / "index").glob("*.py"), *(repo / "daemon").glob("*.py")]):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+                assert value.func.id != "SemanticCalibration", f"{path.name}:{node.lineno}"

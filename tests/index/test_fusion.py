@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import pytest
 from carryd.index.fusion import (
-    E5,
-    GENERIC,
-    MINILM,
     Arm,
     ArmCandidate,
     Neighbour,
     SemanticCalibration,
-    calibration_for,
     fuse,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from tests.calibrations import E5, GENERIC, MINILM
 
 
 def lexical(*items: tuple[str, float, float], divisor: float = 4.0) -> Arm:
@@ -154,21 +152,6 @@ def test_parent_propagation_only_when_too_few_and_only_when_asked() -> None:
         "b",
         "c",
     ]
-
-
-@pytest.mark.parametrize(
-    ("model", "calibration"),
-    [
-        ("Xenova/multilingual-e5-small", E5),
-        ("intfloat/e5-base-v2", E5),
-        ("nreimers/MiniLM-L6-H384-uncased", MINILM),
-        ("sentence-transformers/all-MiniLM-L6-v2", MINILM),
-        ("sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2", GENERIC),
-        ("BAAI/bge-small-en", GENERIC),
-    ],
-)
-def test_calibration_follows_the_model(model: str, calibration: object) -> None:
-    assert calibration_for(model) == calibration
 
 
 @pytest.mark.parametrize(

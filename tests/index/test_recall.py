@@ -9,11 +9,12 @@ import json
 
 import numpy as np
 import pytest
-from carryd.index.fusion import MINILM
 from carryd.index.lexical import LexicalStats, TermPostings, query_terms
 from carryd.index.recall import QueryTerms, RecallOptions, nearest, recall
 from carryd.index.snapshot import StoredVectors, apply_changes, build_snapshot, scope_of
 from carryd.index.store import entry_row
+
+from tests.calibrations import MINILM
 
 DIM = 4
 

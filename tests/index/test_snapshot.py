@@ -13,7 +13,6 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
-from carryd.index.fusion import MINILM
 from carryd.index.lexical import TermPostings, query_terms
 from carryd.index.recall import QueryTerms, RecallOptions, recall
 from carryd.index.snapshot import (
@@ -27,6 +26,8 @@ from carryd.index.snapshot import (
 from carryd.index.store import entry_row
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from tests.calibrations import MINILM
 
 DIM = 4
 WORDS = ("cache", "parser", "socket", "ledger", "redis", "deploy", "money", "缓存", "部署")
