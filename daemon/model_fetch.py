@@ -151,7 +151,19 @@ class DownloadGuard:
         except OSError as error:
             log.debug("cannot remove %s: %s", self.marker, error)
 
+    def remembered_failure(self, model_name: str) -> tuple[float, float, str] | None:
+        """Given a model's name, return when its last download failed, when carryd tries
+        again and why — or None when no failure is remembered (or it is too old to count)."""
+        remembered = self._remembered_by_name(model_name)
+        if remembered is None:
+            return None
+        failed_at, reason = remembered
+        return failed_at, failed_at + self.retry_minutes * 60, reason
+
     def _remembered(self, identity: ModelIdentity) -> tuple[float, str] | None:
+        return self._remembered_by_name(identity.name)
+
+    def _remembered_by_name(self, name: str) -> tuple[float, str] | None:
         try:
             data = json.loads(self.marker.read_text(encoding="utf-8"))
             failed_at = float(data["failed_at"])
@@ -159,7 +171,7 @@ class DownloadGuard:
         except (OSError, ValueError, KeyError, TypeError):
             return None
         now = time.time()
-        if model != identity.name or not (now - self.retry_minutes * 60 < failed_at <= now + 60):
+        if model != name or not (now - self.retry_minutes * 60 < failed_at <= now + 60):
             return None
         return failed_at, reason
 

@@ -17,6 +17,7 @@ to run about each problem (`carryd carry`, `carryd index`, start the daemon).
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import logging
 import time
@@ -27,7 +28,8 @@ from carryd.daemon import control
 from carryd.daemon.calibrating import stored_calibration
 from carryd.daemon.errors import ConfigError
 from carryd.daemon.layout import carry_report, list_workspaces
-from carryd.daemon.model import load_embedder_for, model_identity_text
+from carryd.daemon.model import load_embedder_for, model_cache_dir, model_identity_text
+from carryd.daemon.model_fetch import guard_for
 from carryd.daemon.state import pid_alive, read_indexing, read_last_index, read_state
 
 if TYPE_CHECKING:
@@ -208,7 +210,33 @@ def _model_section(
     )
     if reason is None and judged:
         reason = judged[-1].get("degraded")
-    return {"identity": identity, "loaded": False, "degraded": reason}
+    section: dict[str, Any] = {"identity": identity, "loaded": False, "degraded": reason}
+    failure = download_failure(settings)
+    if failure is not None:
+        section["download_failed"] = failure
+        if reason is None:
+            section["degraded"] = (
+                f"the default model's download failed at {failure['at']} ({failure['reason']}); "
+                f"carryd tries again after {failure['retry_after']}"
+            )
+    return section
+
+
+def download_failure(settings: Settings) -> dict[str, str] | None:
+    """Given settings, return the default model's remembered download failure (when, why,
+    when carryd tries again), or None: none is remembered, or a local model folder is set."""
+    if settings.model.model_path:
+        return None
+    guard = guard_for(model_cache_dir(settings), settings.model)
+    remembered = guard.remembered_failure(settings.model.name)
+    if remembered is None:
+        return None
+    failed_at, retry_at, why = remembered
+    return {"at": _local_clock(failed_at), "retry_after": _local_clock(retry_at), "reason": why}
+
+
+def _local_clock(epoch: float) -> str:
+    return datetime.datetime.fromtimestamp(epoch).astimezone().strftime("%Y-%m-%d %H:%M %Z")
 
 
 def _indexing_section(settings: Settings, now: float) -> dict[str, Any] | None:

@@ -382,3 +382,43 @@ def test_right_after_index_the_missing_carries_say_what_to_run(
     assert main(["status", "--json", "--root", str(root)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["healthy"] and report["next"] == [] and report["indexing"] is None
+
+
+def test_a_remembered_download_failure_is_shown_with_when_carryd_tries_again(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A failed download of the default model is remembered (model_fetch); status says when
+    it failed, why, and when carryd tries again, instead of leaving the model "unknown"."""
+    from carryd.daemon.model import model_cache_dir
+    from carryd.daemon.model_fetch import guard_for
+
+    settings = make_settings(root)
+    write_carry(root, "proj", 2000)
+    assert status_report(settings, now=2100)["model"]["degraded"] is None
+    guard = guard_for(model_cache_dir(settings), settings.model)
+    guard.download_failed(_identity(settings), "timed out")
+    report = status_report(settings, now=2100)
+    failure = report["model"]["download_failed"]
+    assert "timed out" in failure["reason"] and failure["at"] and failure["retry_after"]
+    assert not report["healthy"]
+    assert f"failed at {failure['at']}" in report["model"]["degraded"]
+    assert f"tries again after {failure['retry_after']}" in report["model"]["degraded"]
+    assert main(["status", "--root", str(root)]) == 1
+    assert "download failed at" in capsys.readouterr().out
+    # A local model folder is what the user chose instead: the old failure no longer counts.
+    local = dataclasses.replace(settings, model=dataclasses.replace(settings.model, model_path="x"))
+    assert "download_failed" not in status_report(local, now=2100)["model"]
+
+
+def _identity(settings: Settings) -> Any:
+    from carryd.index.model_identity import ModelIdentity
+
+    model = settings.model
+    return ModelIdentity(
+        name=model.name,
+        file=model.file,
+        query_prefix=model.query_prefix,
+        passage_prefix=model.passage_prefix,
+        dim=model.dim,
+        pooling=model.pooling,
+    )
