@@ -92,12 +92,14 @@ _LEVEL_ORDER: Mapping[ParentLevel, int] = {"topic": 0, "file": 1, "workspace": 2
 
 # --- semantic calibration -----------------------------------------------------------------
 
-# P(relevant | t) = σ(w0 + w1·t): a logistic regression on the semantic evidence of the top-10
-# fused hits of LoCoMo's first half with all-MiniLM (bench/bench_recall.py), model-free because
-# t is: on the second model (paraphrase-MiniLM-L3) the held-out ECE is .04 (LoCoMo). A lone
-# semantic vote reaches 0.5 only at t ≈ 2.3 (cosine ~0.87 for MiniLM on LoCoMo): in
-# conversation memory many turns resemble a question and one of them is the answer.
-SEMANTIC_WEIGHTS = (-1.903, 0.826)
+# P(relevant | t) = σ(w0 + w1·t), t the cosine's place on the ramp: fitted together with the
+# lexical weights (`carryd.index.lexical.CONFIDENCE_WEIGHTS`) so that the noisy-OR of the arms is
+# calibrated (`bench/bench_recall.py --fit`: the top-10 fused hits of the fitting half of both
+# development sets, the test MiniLM). Model-free because t is: with the second test model
+# (paraphrase-MiniLM-L3, never fitted on) the held-out ECE on LoCoMo is .03. A lone semantic vote
+# is a hint, not an answer (σ(w0) ≈ 0.13 at the ramp's start, ≈ 0.2 at t = 2.5): in conversation
+# memory many turns resemble a question and one of them is the answer.
+SEMANTIC_WEIGHTS = (-1.943, 0.251)
 
 
 @dataclass(frozen=True)

@@ -29,14 +29,16 @@ corpus-wide statistics only — never normalised over the result list::
                                                                more evidence never lowers it)
 
 Query terms the root has never seen keep their full IDF in the denominator, so a query about
-something absent scores low. The weights (`CONFIDENCE_WEIGHTS`) are a logistic regression on the
-first half of the development sets (LoCoMo split by conversation, CMRC by article; the top-10
-fused hits of each real query, relevant = overlaps a gold entry), reported on the other half
-(bench/bench_recall.py): expected calibration error .02 on LoCoMo and .03 on CMRC, where the
-earlier coverage ramp (1.00 for every LoCoMo top-3 hit, of which one in five was relevant) had
-.46 and .20. A probability is honest about LoCoMo's one-gold-turn labels: few of its hits are
-more likely relevant than not, so fewer of its gold entries pass a 0.5 gate (see the bench's
-gate sweep).
+something absent scores low. The weights (`CONFIDENCE_WEIGHTS`) are fitted together with the
+semantic arm's (`carryd.index.fusion.SEMANTIC_WEIGHTS`) so that the combined confidence (noisy-OR
+of the arms) is the probability, by maximum likelihood on the fitting half of both development
+sets (LoCoMo split by conversation, CMRC by article; the top-10 fused hits of each real query,
+relevant = overlaps a gold entry; `bench/bench_recall.py --fit`, the test MiniLM) and reported on
+the held-out half: expected calibration error .02 on LoCoMo and CMRC (.03 on LoCoMo with the
+second test model, never fitted on), where the earlier coverage ramp (1.00 for every LoCoMo top-3
+hit, of which one in five was relevant) had .37 and .20. A probability is honest about LoCoMo's
+one-gold-turn labels: few conversation turns are more likely the answer than not, so the inject
+gate is a low probability (`recall.min_confidence`, see `carryd.daemon.config`).
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ __all__ = [
 K1 = 1.2
 B = 0.3  # length normalisation: see the module docstring
 # P(relevant | lexical evidence) = σ(w0 + w1·saturation + w2·evidence): see the module docstring.
-CONFIDENCE_WEIGHTS = (-8.35, 17.876, 1.532)
+CONFIDENCE_WEIGHTS = (-8.669, 18.13, 1.661)
 
 
 @dataclass(frozen=True)
