@@ -575,7 +575,14 @@ def evaluate_set(
                 return lexical + [i for i in semantic if i not in lexical]
             return [hit.id for hit in fuse(arms, min_confidence=0.0)]
 
-        calibration = recaller._calibration  # noqa: SLF001 (the ramp a semantic t is read on)
+        def ramp() -> tuple[float, float] | None:
+            """The semantic calibration's ramp (start, width) a cosine's place t is read on, as
+            the recaller holds it after its first query (None: no semantic arm)."""
+            calibration = recaller._calibration  # noqa: SLF001 (bench: the ramp in use)
+            if calibration is None:
+                return None
+            start = calibration.floor if calibration.ramp_from is None else calibration.ramp_from
+            return start, max(calibration.ceiling - start, 1e-6)
 
         def features(query: str) -> tuple[Any, tuple[float, float, int]]:
             """The model-free evidence behind each hit's confidence (for --fit), and the
@@ -594,14 +601,8 @@ def evaluate_set(
                     saturation = lexical["bm25"] / bound
                     matched = sum(weights.get(t, 0.0) for t in lexical["matched"])
                     evidence = math.log1p(matched / unit)
-                if semantic is not None and calibration is not None:
-                    start = (
-                        calibration.floor
-                        if calibration.ramp_from is None
-                        else calibration.ramp_from
-                    )
-                    span = max(calibration.ceiling - start, 1e-6)
-                    place = (semantic["cosine"] - start) / span
+                if semantic is not None and (read := ramp()) is not None:
+                    place = (semantic["cosine"] - read[0]) / read[1]
                 return saturation, evidence, place
 
             total = sum(weights.values()) / unit
@@ -615,14 +616,13 @@ def evaluate_set(
         def traced(kind: str, item: dict[str, Any], hits: Any, gold: Any) -> None:
             of, query = features(item["query"])
             vector = np.asarray(embedder.embed_query(item["query"]), dtype=np.float32)
-            start = calibration.floor if calibration.ramp_from is None else calibration.ramp_from
-            width = max(calibration.ceiling - start, 1e-6)
+            read = ramp()
 
             def place_of(entry_id: str) -> float | None:  # any hit's place, nominated or not
                 position = position_of.get(entry_id)
-                if position is None:
+                if position is None or read is None:
                     return None
-                return (float(matrix[position] @ vector) - start) / width
+                return (float(matrix[position] @ vector) - read[0]) / read[1]
 
             trace.append(
                 {
