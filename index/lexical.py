@@ -16,26 +16,29 @@ or down-weighting bigrams, gained only .002–.01): CMRC recall@1 .938 → .979,
 .380 (recall@5 .533 → .551) — the same direction on both halves of each set split by article
 or conversation, flat between b=0.2 and 0.5 (bench/bench_recall.py).
 
-**Confidence** (the inject decision) must not depend on which other candidates came back, so it
-is computed from this entry, the query and corpus-wide statistics only — never normalised over
-the result list. It is the IDF-weighted share of the query that the entry contains, with a
-small BM25 component to tell apart entries that cover the query equally::
+**Confidence** (the inject decision) is a probability that the entry is relevant. It must not
+depend on which other candidates came back, so it is computed from this entry, the query and
+corpus-wide statistics only — never normalised over the result list::
 
-    coverage   = Σ_{t ∈ q ∩ d} idf(t)            / Σ_{t ∈ q} idf(t)
-    saturation = Σ_{t ∈ q ∩ d} idf(t)·s(tf_t, |d|) / Σ_{t ∈ q} idf(t)
-                 where s = tf·(k1+1) / (tf + k1·(1 - b + b·|d|/avgdl)) / (k1+1) ∈ [0, 1)
-    raw        = (1 - SATURATION_WEIGHT)·coverage + SATURATION_WEIGHT·saturation
-    confidence = min(1, raw / FULL_CONFIDENCE_AT)
+    saturation = BM25(q, d) / (Σ_{t ∈ q} idf(t) · (k1 + 1))   BM25 against its upper bound: the
+                 (tf- and length-damped) share of the query's information the entry holds
+    evidence   = ln(1 + Σ_{t ∈ q ∩ d} idf(t) / idf_max)      how many "unique-term equivalents"
+                 matched (idf_max = idf(1, N), so the feature means the same in a root of 50
+                 entries and of 50,000)
+    confidence = σ(w0 + w1·saturation + w2·evidence)         (logistic; both weights positive, so
+                                                               more evidence never lowers it)
 
-(``saturation`` is BM25 divided by its own upper bound for this query.) Query terms the root has
-never seen keep their full IDF in the denominator, so a query about something absent scores low.
-
-Calibration (bench/bench_recall.py, development sets; chosen per set, not per query): an entry
-holding 80% of the query's information is as sure as the lexical arm gets (`FULL_CONFIDENCE_AT`),
-so the default threshold 0.5 sits at raw 0.4 — where the negative-control queries (about things
-the roots do not contain) stop: their best lexical hit reaches raw 0.23–0.27 on CMRC and
-0.30–0.32 on LoCoMo (one outlier at 0.37, a query naming a speaker), while the gold entry of a
-real query passes raw 0.4 for 81% of CMRC and 51% of LoCoMo questions.
+Query terms the root has never seen keep their full IDF in the denominator, so a query about
+something absent scores low. The weights (`CONFIDENCE_WEIGHTS`) are fitted together with the
+semantic arm's (`carryd.index.fusion.SEMANTIC_WEIGHTS`) so that the combined confidence (noisy-OR
+of the arms) is the probability, by maximum likelihood on the fitting half of both development
+sets (LoCoMo split by conversation, CMRC by article; the top-10 fused hits of each real query,
+relevant = overlaps a gold entry; `bench/bench_recall.py --fit`, the test MiniLM) and reported on
+the held-out half: expected calibration error .02 on LoCoMo and CMRC (.03 on LoCoMo with the
+second test model, never fitted on), where the earlier coverage ramp (1.00 for every LoCoMo top-3
+hit, of which one in five was relevant) had .37 and .20. A probability is honest about LoCoMo's
+one-gold-turn labels: few conversation turns are more likely the answer than not, so the inject
+gate is a low probability (`recall.min_confidence`, see `carryd.daemon.config`).
 """
 
 from __future__ import annotations
@@ -53,11 +56,11 @@ if TYPE_CHECKING:
 __all__ = [
     "K1",
     "B",
-    "SATURATION_WEIGHT",
-    "FULL_CONFIDENCE_AT",
+    "CONFIDENCE_WEIGHTS",
     "LexicalHit",
     "LexicalStats",
     "TermPostings",
+    "confidence",
     "idf",
     "query_terms",
     "search",
@@ -66,10 +69,8 @@ __all__ = [
 
 K1 = 1.2
 B = 0.3  # length normalisation: see the module docstring
-# Share of the confidence that comes from BM25-vs-its-upper-bound rather than plain coverage.
-SATURATION_WEIGHT = 0.2
-# The raw coverage score at which the lexical confidence reaches 1 (see the calibration above).
-FULL_CONFIDENCE_AT = 0.8
+# P(relevant | lexical evidence) = σ(w0 + w1·saturation + w2·evidence): see the module docstring.
+CONFIDENCE_WEIGHTS = (-8.669, 18.13, 1.661)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ class LexicalHit:
     id: str
     rank: int  # 1-based, in this arm
     bm25: float
-    confidence: float  # absolute, in [0, 1]
+    confidence: float  # absolute probability of relevance, in [0, 1]
     matched: tuple[str, ...]  # query terms the entry contains, in query order
 
 
@@ -99,6 +100,17 @@ def query_terms(query: str) -> tuple[str, ...]:
 def idf(document_frequency: int, doc_count: int) -> float:
     """Given a term's document frequency and the corpus size, return its (positive) IDF."""
     return math.log(1.0 + (doc_count - document_frequency + 0.5) / (document_frequency + 0.5))
+
+
+def confidence(matched_weight: float, saturation: float, doc_count: int) -> float:
+    """Given the IDF mass of the query terms an entry holds, its BM25 over the query's upper
+    bound and the corpus size, return the probability that the entry is relevant."""
+    if matched_weight <= 0.0:
+        return 0.0
+    intercept, w_saturation, w_evidence = CONFIDENCE_WEIGHTS
+    evidence = math.log1p(matched_weight / idf(1, max(doc_count, 1)))
+    logit = intercept + w_saturation * saturation + w_evidence * evidence
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
 
 
 @dataclass(frozen=True)
@@ -221,15 +233,14 @@ def search_rows(
     upper_bound = total_weight * (k1 + 1.0)
     hits = []
     for position, row in enumerate(order.tolist()):
-        coverage = covered[row] / total_weight
-        saturation = scores[row] / upper_bound
-        raw = (1.0 - SATURATION_WEIGHT) * coverage + SATURATION_WEIGHT * saturation
         hits.append(
             LexicalHit(
                 id=ids[row],
                 rank=position + 1,
                 bm25=float(scores[row]),
-                confidence=min(1.0, max(0.0, float(raw / FULL_CONFIDENCE_AT))),
+                confidence=confidence(
+                    float(covered[row]), float(scores[row]) / upper_bound, doc_count
+                ),
                 matched=tuple(term for term, found in matched_by_term.items() if found[position]),
             )
         )

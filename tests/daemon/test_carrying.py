@@ -189,7 +189,7 @@ def test_slot_conflict_is_decided_by_authority_end_to_end(tmp_path: Path, use_mo
     root = make_root(tmp_path / "memory")
     config = tmp_path / "config.toml"
     # A low gate so that both automation-language entries reach the conflict stage.
-    config.write_text("[carry]\nmemory_min_confidence = 0.02\n", encoding="utf-8")
+    config.write_text("[carry]\nmemory_min_confidence = 0.001\n", encoding="utf-8")
     from carryd.daemon.indexing import sync_root
 
     settings = load_settings(config, root=root)
@@ -398,7 +398,7 @@ def test_slots_from_the_warm_index_give_the_same_carry_as_slots_read_from_the_fi
 
     root = make_root(tmp_path / "memory")
     config = tmp_path / "config.toml"
-    config.write_text("[carry]\nmemory_min_confidence = 0.02\n", encoding="utf-8")
+    config.write_text("[carry]\nmemory_min_confidence = 0.001\n", encoding="utf-8")
     settings = load_settings(config, root=root)
     sync_root(settings)
     embedder, degraded = load_embedder_for(settings)

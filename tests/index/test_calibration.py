@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from carryd.daemon.config import INJECT_GATE
 from carryd.index.calibration import (
     StoredCalibration,
     calibrate,
@@ -57,7 +58,7 @@ def test_two_models_with_different_cosine_ranges_make_the_same_inject_decisions(
         cosines = query_vectors @ vectors.T
         decisions.append(
             [
-                [calibration.confidence(float(c)) >= 0.5 for c in row]
+                [calibration.confidence(float(c)) >= INJECT_GATE for c in row]
                 + [float(c) > calibration.floor for c in row]
                 for row in cosines
             ]
@@ -65,16 +66,20 @@ def test_two_models_with_different_cosine_ranges_make_the_same_inject_decisions(
     assert decisions[0] == decisions[1]
     flat = [value for row in decisions[0] for value in row]
     assert any(flat) and not all(flat)  # the fixture exercises both decisions
-    # The paraphrases inject their own entry; the unrelated queries inject nothing.
+    # The paraphrases inject their own entry; the unrelated queries inject nothing. (The semantic
+    # arm alone injects what it nominates, above the floor, when its probability passes the
+    # default gate.)
     calibration = calibrate("m", wide, GROUPS, multilingual=True)
     assert calibration is not None
-    own = [
-        calibration.confidence(float(near_query @ wide[n]))
-        for n, near_query in enumerate(queries[:30])
-    ]
-    assert sum(value >= 0.5 for value in own) >= 25
+
+    def injects(cosine: float) -> bool:
+        assert calibration is not None
+        return cosine > calibration.floor and calibration.confidence(cosine) >= INJECT_GATE
+
+    own = [injects(float(near_query @ wide[n])) for n, near_query in enumerate(queries[:30])]
+    assert sum(own) >= 25
     unrelated_pairs = (queries[30:] @ wide.T).ravel()
-    injected = [calibration.confidence(float(c)) >= 0.5 for c in unrelated_pairs]
+    injected = [injects(float(c)) for c in unrelated_pairs]
     assert sum(injected) / len(injected) < 0.1  # the tail of a random direction, not the 25/30
 
 

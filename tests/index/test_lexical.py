@@ -6,7 +6,8 @@ import math
 from collections import Counter
 
 import pytest
-from carryd.index.lexical import K1, B, LexicalStats, idf, query_terms, search
+from carryd.daemon.config import INJECT_GATE
+from carryd.index.lexical import K1, B, LexicalStats, confidence, idf, query_terms, search
 from carryd.index.tokenize import terms
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -75,20 +76,42 @@ def test_ranks_are_dense_and_ties_break_by_id() -> None:
     assert hits[0].bm25 == hits[1].bm25
 
 
-@pytest.mark.parametrize(
-    ("query", "entry", "low", "high"),
-    [
-        ("ERR_CONN_RESET", "mem_a", 0.85, 1.0),  # every query term present
-        ("postgres mysql", "mem_c", 0.85, 1.0),
-        ("postgres kubernetes", "mem_c", 0.3, 0.6),  # half the (equally rare) terms
-        ("kubernetes ingress postgres", "mem_c", 0.15, 0.4),  # unseen terms weigh most
-    ],
+def test_confidence_follows_the_share_of_the_query_matched() -> None:
+    def confidence_of(query: str, entry: str) -> float:
+        return next(hit.confidence for hit in run(query) if hit.id == entry)
+
+    full = confidence_of("postgres mysql", "mem_c")  # every query term present
+    half = confidence_of("postgres kubernetes", "mem_c")  # half the (equally rare) terms
+    third = confidence_of("kubernetes ingress postgres", "mem_c")  # unseen terms weigh most
+    assert full > half > third
+    # A strong match passes the default inject gate; a query mostly about something the root
+    # does not hold does not.
+    assert full >= 0.5 and confidence_of("ERR_CONN_RESET", "mem_a") >= 0.5
+    assert half < INJECT_GATE and third < INJECT_GATE
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.floats(0.0, 60.0),
+    st.floats(0.0, 1.0),
+    st.floats(0.01, 10.0),
+    st.integers(1, 100_000),
 )
-def test_confidence_is_idf_weighted_coverage(
-    query: str, entry: str, low: float, high: float
+def test_confidence_is_a_probability_that_grows_with_the_evidence(
+    matched: float, saturation: float, extra: float, doc_count: int
 ) -> None:
-    hit = next(hit for hit in run(query) if hit.id == entry)
-    assert low <= hit.confidence <= high
+    value = confidence(matched, saturation, doc_count)
+    assert 0.0 <= value <= 1.0
+    # More of the query matched, or a higher BM25 against its bound, never lowers it.
+    assert confidence(matched + extra, saturation, doc_count) >= value
+    assert confidence(matched, min(1.0, saturation + extra / 10), doc_count) >= value
+
+
+def test_a_full_match_means_as_much_in_a_small_root_as_in_a_large_one() -> None:
+    # One unique term matched fully: the same "unique-term equivalent" whatever the root's size.
+    small = confidence(idf(1, 20), 0.7, 20)
+    large = confidence(idf(1, 20_000), 0.7, 20_000)
+    assert small == pytest.approx(large)
 
 
 def test_no_match_no_hit_and_empty_query_no_hit() -> None:
