@@ -17,7 +17,9 @@ __all__ = ["CarryBudgets", "MemorySelectionPolicy"]
 class MemorySelectionPolicy:
     """The recalled-memory segment's S15 gates and budgets (see `carryd.carry.select`)."""
 
-    min_score: float = 0.5
+    # A calibrated probability of relevance (recall's confidence): the daemon's INJECT_GATE
+    # (carryd.daemon.config, where it is explained), kept equal by a test.
+    min_score: float = 0.05
     top_k: int = 5
     max_chars: int = 3_000
     max_tokens: int = 800

@@ -509,3 +509,10 @@ def test_a_standing_default_is_the_users_markdown_and_a_hit_is_an_escaped_block(
     assert recalled.startswith(f"{MEMORY_OPEN}\n<memory_hit id=\"mem_note\"")
     assert "a&lt;b&gt;" in recalled and recalled.endswith(MEMORY_CLOSE)
     assert render_memory_context([rule, note]) == f"{standing}\n\n{recalled}"
+
+
+def test_the_carry_librarys_default_gate_is_the_daemons() -> None:
+    from carryd.daemon.config import INJECT_GATE, Settings
+
+    assert MemorySelectionPolicy().min_score == INJECT_GATE
+    assert Settings().carry.memory_min_confidence == INJECT_GATE
