@@ -470,7 +470,11 @@ class Store:
 
     def vector_issues(self, identity_key: str | None, dim: int | None) -> list[VectorIssue]:
         """Given the current identity and dim (None: unknown), return every vector that does not
-        fit: no entry, another identity, another width, or an L0 hash that is not the entry's."""
+        fit: no entry, another identity, another width, or an L0 hash that is not the entry's.
+
+        Only `verify` asks, when damage made outside carryd is suspected: such damage moves
+        no generation, so the counts kept since the last scan are dropped (counted again)."""
+        self._counts = None
         rows = self._query(
             "SELECT v.entry_id, e.path, v.identity, length(v.vector), v.l0_hash, e.l0_hash "
             "FROM vectors v LEFT JOIN entries e ON e.id = v.entry_id ORDER BY v.entry_id"
