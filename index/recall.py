@@ -34,6 +34,7 @@ from carryd.index.fusion import (
 from carryd.index.l0 import L0Source
 from carryd.index.lexical import TermPostings, search_rows
 from carryd.index.snapshot import Scope, Snapshot
+from carryd.index.snapshot_sketch import Sketch, shortlist
 from carryd.index.sync import EntryRow
 
 if TYPE_CHECKING:
@@ -142,12 +143,26 @@ def nearest(
     mask: np.ndarray | None,
     floor: float,
     limit: int,
+    sketch: Sketch | None = None,
 ) -> tuple[tuple[str, float], ...]:
     """Given unit vectors (rows aligned with `ids`), a unit query vector, an optional row mask
     and a cosine floor, return up to `limit` (id, cosine) above the floor, best first, ties by
-    id. The one vector-search seam: an ANN index answers this same question."""
+    id. The one vector-search seam: an ANN index answers this same question.
+
+    With a `sketch` of the matrix (large snapshots) only the rows its bounds cannot rule out
+    are scored (`snapshot_sketch.shortlist`): the same answer, bit for bit, as scoring all."""
     import numpy as np
 
+    if limit <= 0:
+        return ()
+    rows = None
+    if sketch is not None and sketch.basis.shape[1] == matrix.shape[1]:
+        rows = shortlist(sketch, matrix.shape[0], vector, mask=mask, floor=floor, limit=limit)
+    if rows is not None:
+        # The same float32 dot product, row by row, as the full scan below.
+        cosines = np.einsum("ij,j->i", matrix[rows], vector)
+        eligible = cosines > floor
+        return _best(ids, rows[eligible], cosines[eligible], limit)
     # einsum, not `@`: a multi-threaded BLAS gemv right after onnxruntime's run fights
     # its spinning threads for the cores (10-30 ms instead of ~1 ms at 10,000 rows).
     cosines = np.einsum("ij,j->i", matrix, vector)
@@ -155,9 +170,18 @@ def nearest(
     if mask is not None:
         eligible &= mask
     positions = np.flatnonzero(eligible)
-    if positions.size == 0 or limit <= 0:
+    return _best(ids, positions, cosines[positions], limit)
+
+
+def _best(
+    ids: Sequence[str], positions: np.ndarray, scoped: np.ndarray, limit: int
+) -> tuple[tuple[str, float], ...]:
+    """Given candidate rows and their cosines, return the best `limit` as (id, cosine), ties
+    by id."""
+    import numpy as np
+
+    if positions.size == 0:
         return ()
-    scoped = cosines[positions]
     if positions.size > limit:
         # Keep a margin over the cut so ties at the boundary are resolved by id below.
         top = np.argpartition(-scoped, limit - 1)[:limit]
@@ -217,6 +241,7 @@ def _semantic_arm(
         mask=scope.vector_mask,
         floor=calibration.floor,
         limit=limit,
+        sketch=snapshot.sketch,
     )
     return (
         Arm(

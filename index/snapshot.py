@@ -44,6 +44,7 @@ from carryd.index.snapshot_rows import (
     with_spare,
     workspace_codes_of,
 )
+from carryd.index.snapshot_sketch import sketch_of
 
 __all__ = [
     "Decode",
@@ -118,6 +119,7 @@ def build_snapshot(
         vector_problem=problem,
         vector_of={entry_id: position for position, entry_id in enumerate(vector_ids)},
         buffer=buffer,
+        sketch=sketch_of(buffer, count) if buffer is not None else None,
     )
 
 
