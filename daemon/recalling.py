@@ -34,7 +34,7 @@ import logging
 import sqlite3
 import sys
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -76,6 +76,9 @@ _SEMANTIC_FAILURES = (CarrydError, RuntimeError, ValueError, OSError, sqlite3.Er
 
 
 _TERM_CACHE_SIZE = 4096
+# Query vectors kept by query text (1.5 KB each at 384-d): the carry asks the same few
+# questions (the goal, the open steps) after every edit, and an embedding costs 4-20 ms.
+_VECTOR_CACHE_SIZE = 256
 
 RefreshKind = Literal["full", "log"]
 
@@ -245,6 +248,7 @@ class Recaller:
         self._snapshot: Snapshot | None = None
         self._scopes: dict[str | None, Scope] = {}
         self._term_postings: dict[str, TermPostings] = {}
+        self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
     # --- caches --------------------------------------------------------------------------
@@ -392,11 +396,23 @@ class Recaller:
             return None, None
         import numpy as np
 
+        with self._lock:
+            cached = self._query_vectors.get(query)
+            if cached is not None:
+                self._query_vectors.move_to_end(query)
+                return cached, None
         try:
-            return np.asarray(self._embedder.embed_query(query), dtype=np.float32), None
+            vector = np.asarray(self._embedder.embed_query(query), dtype=np.float32)
         except _SEMANTIC_FAILURES as error:
             log.warning("recall: semantic arm failed, answering lexical-only: %s", error)
             return None, f"semantic arm failed: {error}"
+        # The model and its query prefix are fixed for this recaller: the text decides.
+        vector.setflags(write=False)
+        with self._lock:
+            self._query_vectors[query] = vector
+            if len(self._query_vectors) > _VECTOR_CACHE_SIZE:
+                self._query_vectors.popitem(last=False)
+        return vector, None
 
     def close(self) -> None:
         """Nothing to close: the store and the model belong to the caller."""
