@@ -42,7 +42,7 @@ SAMPLE_ROWS = 4096
 SLACK = 1e-4
 # A shortlist past this share of the rows is not worth gathering: score them all.
 SHORTLIST_SHARE = 0.25
-_CHUNK = 8192
+_CHUNK = 2048  # rows projected at a time: small temporaries, no heap left behind
 
 
 @dataclass(frozen=True)
@@ -105,9 +105,11 @@ def sketch_of(buffer: np.ndarray, count: int, *, min_rows: int | None = None) ->
     # A fixed pseudo-random sample: a stride would alias with any period in the rows (a
     # root whose files repeat a template sampled 626 distinct rows of 4,167).
     picked = np.random.default_rng(0).choice(count, min(count, SAMPLE_ROWS), replace=False)
-    sample = np.asarray(buffer[np.sort(picked)], dtype=np.float64)
-    _, _, right = np.linalg.svd(sample, full_matrices=False)
-    basis = np.ascontiguousarray(right[:width], dtype=np.float32)
+    sample = buffer[np.sort(picked)]
+    # The right singular vectors are the Gram matrix's eigenvectors: d x d, no U to hold.
+    gram = (sample.T @ sample).astype(np.float64)
+    _, vectors = np.linalg.eigh(gram)  # ascending eigenvalues
+    basis = np.ascontiguousarray(vectors[:, ::-1][:, :width].T, dtype=np.float32)
     capacity = len(buffer)
     sketch = Sketch(
         basis=basis,
