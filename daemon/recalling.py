@@ -35,7 +35,7 @@ import sqlite3
 import sys
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -351,9 +351,13 @@ class Recaller:
         if not query.strip() or options.limit <= 0:
             return RecallAnswer(query, workspace, degraded, ())
         scope = self._scope(snapshot, scopes, workspace)
+        # The query embeds on a thread of its own while this one reads the postings and runs
+        # the lexical arm (onnxruntime lets go of the GIL): a recall waits for the longer of
+        # the two, not their sum.
+        embedding = _Embedding(query, snapshot, self._query_vector)
         terms = self._terms(query, snapshot, term_postings)
-        vector, problem = self._query_vector(query, snapshot)
-        answer = recall(snapshot, terms, vector, scope, options)
+        answer = recall(snapshot, terms, embedding.vector, scope, options)
+        problem = embedding.problem
         return dataclasses.replace(answer, degraded=answer.degraded or problem or degraded)
 
     def recall(
@@ -384,8 +388,11 @@ class Recaller:
         postings = {term: term_postings[term] for term in wanted_terms if term in term_postings}
         return QueryTerms(text=query, terms=wanted_terms, postings=postings)
 
-    def _query_vector(self, query: str, snapshot: Snapshot) -> tuple[np.ndarray | None, str | None]:
-        """Return the query's embedding, or None and why not (None, None: no semantic arm)."""
+    def _query_vector(
+        self, query: str, snapshot: Snapshot, *, embed: bool = True
+    ) -> tuple[np.ndarray | None, str | None] | None:
+        """Return the query's embedding, or None and why not (None, None: no semantic arm);
+        with `embed=False`, None when only embedding the query can tell."""
         if self._embedder is None or self._calibration is None:
             return None, None
         if snapshot.matrix is None:
@@ -401,6 +408,8 @@ class Recaller:
             if cached is not None:
                 self._query_vectors.move_to_end(query)
                 return cached, None
+        if not embed:
+            return None
         try:
             vector = np.asarray(self._embedder.embed_query(query), dtype=np.float32)
         except _SEMANTIC_FAILURES as error:
@@ -460,6 +469,47 @@ class Recaller:
                 }
             )
         return {"entries": entries, "missing": missing}
+
+
+class _Embedding:
+    """A query's vector: known at once (kept, or no semantic arm), else made on a thread of
+    its own, which `vector()` waits for; an error in it is raised there, as if inline."""
+
+    def __init__(
+        self,
+        query: str,
+        snapshot: Snapshot,
+        make: Callable[..., tuple[np.ndarray | None, str | None] | None],
+    ) -> None:
+        self._result = make(query, snapshot, embed=False)
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if self._result is None:
+            self._thread = threading.Thread(
+                target=self._run, args=(make, query, snapshot), name="carryd-embed", daemon=True
+            )
+            self._thread.start()
+
+    def _run(self, make: Callable[..., Any], query: str, snapshot: Snapshot) -> None:
+        try:
+            self._result = make(query, snapshot)
+        except BaseException as error:  # noqa: BLE001 — handed to the asking thread
+            self._error = error
+
+    def vector(self) -> np.ndarray | None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result[0]
+
+    @property
+    def problem(self) -> str | None:
+        self.vector()
+        assert self._result is not None
+        return self._result[1]
 
 
 def _read_entries(root: Path, path: str) -> Mapping[str, Entry] | str:

@@ -16,7 +16,7 @@ Each `RecallHit` carries what carry's selection needs, the entry's explicit slot
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -108,12 +108,13 @@ class RecallAnswer:
 def recall(
     snapshot: Snapshot,
     query_terms: QueryTerms,
-    query_vector: np.ndarray | None,
+    query_vector: np.ndarray | Callable[[], np.ndarray | None] | None,
     scope: Scope,
     options: RecallOptions,
 ) -> RecallAnswer:
-    """Given a snapshot, the query's terms (with postings) and vector (None: no semantic arm)
-    and a scope, return the answer.
+    """Given a snapshot, the query's terms (with postings) and vector (None: no semantic arm;
+    or a callable returning it, asked once the lexical arm is done) and a scope, return the
+    answer.
 
     The threshold decides each hit's `decision`; only `inject` hits are returned
     (`min_confidence=0` therefore returns every ranked candidate), at most `limit`.
@@ -123,7 +124,9 @@ def recall(
         return RecallAnswer(query_terms.text, scope.workspace, None, ())
     per_arm = max(options.candidates_per_arm, options.limit)
     arms = [_lexical_arm(query_terms, snapshot, scope, options, per_arm)]
-    semantic, problem = _semantic_arm(query_vector, snapshot, scope, options, per_arm)
+    # A callable is asked only now: the shell embeds the query while the lexical arm runs.
+    vector = query_vector() if callable(query_vector) else query_vector
+    semantic, problem = _semantic_arm(vector, snapshot, scope, options, per_arm)
     if semantic is not None:
         arms.append(semantic)
     neighbours = _neighbours(snapshot, scope.allowed, arms) if options.parent_propagation else None
