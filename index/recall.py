@@ -4,9 +4,10 @@
 
 1. runs the **lexical arm**: BM25 over the full-text postings of the query's terms;
 2. runs the **semantic arm**: the query vector against the **L0** vectors only, through
-   `nearest` — the one vector-search seam (brute-force cosine today; an ANN index replaces
-   this one function) — top `candidates_per_arm` among those above the model's calibrated
-   floor;
+   `nearest` — the one vector-search seam (exact cosine; from 20,000 vectors on, only the
+   rows a low-dimensional sketch cannot rule out are scored, `snapshot_sketch`; an ANN index
+   would replace this one function) — top `candidates_per_arm` among those above the model's
+   calibrated floor;
 3. fuses them in rank space and decides per hit from absolute confidences (`fuse`).
 
 The shell (`carryd.daemon.recalling`) reads the store, embeds the query (or passes None: no

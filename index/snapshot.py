@@ -17,6 +17,11 @@ Refreshing costs what changed, not what is stored:
 - adding or removing ids re-derives the row order (ascending ids: lexical ties break by id),
   one pass over the ids.
 
+From `SKETCH_MIN_ROWS` vectors on, the snapshot also keeps a sketch of them (their
+projections on a few dozen directions and the residual norms, `snapshot_sketch.py`), row for
+row with the vector buffer: `nearest` scores only the rows its bounds cannot rule out, and a
+refresh projects only the vectors it writes.
+
 Anything unusual (a vector of another width, no vectors at all) makes `apply_changes` return
 None, and the caller takes the full load, which also says what is wrong.
 
