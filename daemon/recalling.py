@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import queue
 import sqlite3
 import sys
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -471,9 +473,45 @@ class Recaller:
         return {"entries": entries, "missing": missing}
 
 
+class _Helper:
+    """One daemon thread that runs the query embeddings handed to it, started on first use
+    and then kept (idle in a queue get, it costs nothing): starting a thread per recall made
+    the recall wait until the new thread was scheduled, milliseconds on a loaded machine."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]]
+        self._jobs = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, function: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        self._jobs.put((future, function, args))
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._serve, name="carryd-embed", daemon=True
+                )
+                self._thread.start()
+        return future
+
+    def _serve(self) -> None:
+        while True:
+            future, function, args = self._jobs.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(function(*args))
+            except BaseException as error:  # noqa: BLE001 — handed to the asking thread
+                future.set_exception(error)
+
+
+_HELPER = _Helper()
+
+
 class _Embedding:
-    """A query's vector: known at once (kept, or no semantic arm), else made on a thread of
-    its own, which `vector()` waits for; an error in it is raised there, as if inline."""
+    """A query's vector: known at once (kept, or no semantic arm), else made on the helper
+    thread, which `vector()` waits for; an error in it is raised there, as if inline."""
 
     def __init__(
         self,
@@ -482,26 +520,14 @@ class _Embedding:
         make: Callable[..., tuple[np.ndarray | None, str | None] | None],
     ) -> None:
         self._result = make(query, snapshot, embed=False)
-        self._error: BaseException | None = None
-        self._thread: threading.Thread | None = None
+        self._future: Future[tuple[np.ndarray | None, str | None]] | None = None
         if self._result is None:
-            self._thread = threading.Thread(
-                target=self._run, args=(make, query, snapshot), name="carryd-embed", daemon=True
-            )
-            self._thread.start()
-
-    def _run(self, make: Callable[..., Any], query: str, snapshot: Snapshot) -> None:
-        try:
-            self._result = make(query, snapshot)
-        except BaseException as error:  # noqa: BLE001 — handed to the asking thread
-            self._error = error
+            self._future = _HELPER.submit(make, query, snapshot)
 
     def vector(self) -> np.ndarray | None:
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        if self._error is not None:
-            raise self._error
+        if self._future is not None:
+            self._result = self._future.result()
+            self._future = None
         assert self._result is not None
         return self._result[0]
 
