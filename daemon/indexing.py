@@ -399,8 +399,9 @@ def _apply_sync(
                 first = number == 0
                 if len(batches) == 1:
                     # Nothing to overlap with (a daemon's edit): committed here, no thread.
+                    result = _commit(*job, first=first, last=last)  # (raises: none pending)
                     pending_commit = Future()
-                    pending_commit.set_result(_commit(*job, first=first, last=last))
+                    pending_commit.set_result(result)
                 else:
                     pending_commit = writer.submit(_commit, *job, first=first, last=last)
                 pending_vectors = len(vectors)
