@@ -35,6 +35,7 @@ from carryd.daemon.config import ModelSettings, Settings  # noqa: E402
 from carryd.daemon.indexing import load_embedder_for, sync_root  # noqa: E402
 from carryd.index.entries import parse_entries  # noqa: E402
 from carryd.index.store import Store  # noqa: E402
+
 from tests.testmodel import build_test_model  # noqa: E402
 
 WORDS = (

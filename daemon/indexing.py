@@ -47,6 +47,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -349,72 +350,131 @@ def _apply_sync(
     """Given the plan, embed and commit it one batch of whole files at a time (an interrupted
     sync keeps every file it committed). Right before each commit, every file read for it is
     checked again: one that changed since it was read keeps its old record (its entries are
-    committed, the record is not), so the next sync, or `_sync_settled` at once, reads it again."""
+    committed, the record is not), so the next sync, or `_sync_settled` at once, reads it again.
+
+    With several batches (a cold index), batch N is committed on a writer thread while batch
+    N+1 embeds: onnxruntime and SQLite both let go of the GIL, so the sync's own SQLite work
+    (~40% of what is not embedding) hides behind the model instead of adding to it. One commit
+    at a time, in order; an error in one is raised here, and an interrupted sync still waits
+    for the commit in flight."""
     identity_key = sync_plan.identity_key
     batches = _batches(sync_plan.files)
     embedding = embedder is not None and degraded is None
     total = sync_plan.to_embed if embedding else 0
     files_total = sum(1 for work in sync_plan.files if work.record or work.delete_file)
-    embedded = files_done = 0
+    embedded = committed = files_done = 0  # committed: the embeddings committed so far
     changed: list[str] = []
     tracker.update(embedded=0, total=total, files_done=0, files=files_total, batches=len(batches))
-    for number, batch_files in enumerate(batches):
-        pending = [item for work in batch_files for item in work.to_embed]
-        vectors: tuple[tuple[str, str, bytes], ...] = ()
-        if pending and embedder is not None and degraded is None:
-            try:
-                matrix = embedder.embed_passages([l0 for _, _, l0 in pending])
-            except EmbedderUnavailable as error:
-                degraded = str(error)
-                log.info("embedding stopped: %s", error)  # reported as `degraded`
-            else:
-                vectors = tuple(
-                    (entry_id, l0_hash, matrix[position].tobytes())
-                    for position, (entry_id, l0_hash, _) in enumerate(pending)
-                )
-                embedded += len(vectors)
-        held_back = _changed_since_read(settings.root_path, batch_files)
-        changed += held_back
-        first, last = number == 0, number == len(batches) - 1
-        complete: str | None = None
-        if last:
-            if embedder is not None and degraded is None:
-                complete = identity_key
-            elif sync_plan.expects_vectors:
-                complete = ""
-            if complete == store.meta("vectors_complete"):
-                complete = None
-        batch = Batch(
-            upsert_entries=tuple(row for work in batch_files for row in work.rows),
-            delete_entries=tuple(entry_id for work in batch_files for entry_id in work.removed),
-            postings=tuple(item for work in batch_files for item in work.postings),
-            identity=identity_key,
-            vectors=vectors,
-            drop_vectors=tuple(item for work in batch_files for item in work.stale_vectors),
-            drop_other_identities=sync_plan.drop_other_identities and first,
-            upsert_files=tuple(
-                work.record
-                for work in batch_files
-                if work.record is not None and work.path not in held_back
-            ),
-            delete_files=tuple(
-                work.path for work in batch_files if work.delete_file and work.path not in held_back
-            ),
-            vectors_complete=complete,
-            meta=(("tokenizer", str(TOKENIZER_VERSION)),) if last and sync_plan.retokenized else (),
-        )
-        # Nothing to write, no commit: the generation stays, so warm readers keep their caches.
-        if batch != Batch(identity=identity_key):
-            store.apply(batch)
-        files_done += len(batch.upsert_files) + len(batch.delete_files)
+    pending_commit: Future[tuple[int, list[str]]] | None = None
+    pending_vectors = 0
+
+    def settle() -> None:
+        nonlocal files_done, pending_commit, committed
+        if pending_commit is None:
+            return
+        done, held_back = pending_commit.result()
+        pending_commit = None
+        files_done += done
+        committed += pending_vectors
+        changed.extend(held_back)
         tracker.update(
-            embedded=embedded,
+            embedded=committed,
             total=total,
             files_done=files_done,
             files=files_total,
             batches=len(batches),
         )
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="carryd-commit") as writer:
+        try:
+            for number, batch_files in enumerate(batches):
+                vectors, degraded = _embedded(batch_files, embedder, degraded)
+                embedded += len(vectors)
+                settle()  # the previous batch is committed before this one is built
+                last = number == len(batches) - 1
+                complete: str | None = None
+                if last:
+                    if embedder is not None and degraded is None:
+                        complete = identity_key
+                    elif sync_plan.expects_vectors:
+                        complete = ""
+                    if complete == store.meta("vectors_complete"):
+                        complete = None
+                job = (settings.root_path, store, sync_plan, batch_files, vectors, complete)
+                first = number == 0
+                if len(batches) == 1:
+                    # Nothing to overlap with (a daemon's edit): committed here, no thread.
+                    result = _commit(*job, first=first, last=last)  # (raises: none pending)
+                    pending_commit = Future()
+                    pending_commit.set_result(result)
+                else:
+                    pending_commit = writer.submit(_commit, *job, first=first, last=last)
+                pending_vectors = len(vectors)
+            settle()
+        finally:
+            if pending_commit is not None:
+                pending_commit.exception()  # wait: a SIGTERM finishes the transaction in flight
     return _Applied(embedded, degraded, tuple(changed))
+
+
+def _embedded(
+    batch_files: list[FileWork], embedder: Embedder | None, degraded: str | None
+) -> tuple[tuple[tuple[str, str, bytes], ...], str | None]:
+    """Given a batch's files, return their vectors (id, L0 hash, float32 bytes) and why
+    embedding stopped, if it did (then no vectors)."""
+    pending = [item for work in batch_files for item in work.to_embed]
+    if not pending or embedder is None or degraded is not None:
+        return (), degraded
+    try:
+        matrix = embedder.embed_passages([l0 for _, _, l0 in pending])
+    except EmbedderUnavailable as error:
+        log.info("embedding stopped: %s", error)  # reported as `degraded`
+        return (), str(error)
+    vectors = tuple(
+        (entry_id, l0_hash, matrix[position].tobytes())
+        for position, (entry_id, l0_hash, _) in enumerate(pending)
+    )
+    return vectors, degraded
+
+
+def _commit(
+    root: Path,
+    store: Store,
+    sync_plan: SyncPlan,
+    batch_files: list[FileWork],
+    vectors: tuple[tuple[str, str, bytes], ...],
+    complete: str | None,
+    *,
+    first: bool,
+    last: bool,
+) -> tuple[int, list[str]]:
+    """Given one batch of files and their vectors, commit them (the records of files that
+    changed since they were read held back); return the files committed and those held back."""
+    identity_key = sync_plan.identity_key
+    held_back = _changed_since_read(root, batch_files)
+    batch = Batch(
+        upsert_entries=tuple(row for work in batch_files for row in work.rows),
+        delete_entries=tuple(entry_id for work in batch_files for entry_id in work.removed),
+        postings=tuple(item for work in batch_files for item in work.postings),
+        identity=identity_key,
+        vectors=vectors,
+        drop_vectors=tuple(item for work in batch_files for item in work.stale_vectors),
+        drop_other_identities=sync_plan.drop_other_identities and first,
+        upsert_files=tuple(
+            work.record
+            for work in batch_files
+            if work.record is not None and work.path not in held_back
+        ),
+        delete_files=tuple(
+            work.path for work in batch_files if work.delete_file and work.path not in held_back
+        ),
+        vectors_complete=complete,
+        meta=(("tokenizer", str(TOKENIZER_VERSION)),) if last and sync_plan.retokenized else (),
+    )
+    # Nothing to write, no commit: the generation stays, so warm readers keep their caches.
+    if batch != Batch(identity=identity_key):
+        store.apply(batch)
+    return len(batch.upsert_files) + len(batch.delete_files), held_back
 
 
 def _changed_since_read(root: Path, files: Iterable[FileWork]) -> list[str]:

@@ -30,12 +30,15 @@ are re-exported here.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
+import queue
 import sqlite3
 import sys
 import threading
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -77,6 +80,9 @@ _SEMANTIC_FAILURES = (CarrydError, RuntimeError, ValueError, OSError, sqlite3.Er
 
 
 _TERM_CACHE_SIZE = 4096
+# Query vectors kept by query text (1.5 KB each at 384-d): the carry asks the same few
+# questions (the goal, the open steps) after every edit, and an embedding costs 4-20 ms.
+_VECTOR_CACHE_SIZE = 256
 
 RefreshKind = Literal["full", "log"]
 
@@ -271,6 +277,7 @@ class Recaller:
         self._snapshot: Snapshot | None = None
         self._scopes: dict[str | None, Scope] = {}
         self._term_postings: dict[str, TermPostings] = {}
+        self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
     # --- caches --------------------------------------------------------------------------
@@ -377,9 +384,15 @@ class Recaller:
         if not query.strip() or options.limit <= 0:
             return RecallAnswer(query, workspace, degraded, ())
         scope = self._scope(snapshot, scopes, workspace)
+        # The query embeds on a thread of its own while this one reads the postings and runs
+        # the lexical arm (onnxruntime lets go of the GIL): a recall waits for the longer of
+        # the two, not their sum.
+        embedding = _Embedding(
+            query, snapshot, functools.partial(self._query_vector, calibration=calibration)
+        )
         terms = self._terms(query, snapshot, term_postings)
-        vector, problem = self._query_vector(query, snapshot, calibration)
-        answer = recall(snapshot, terms, vector, scope, options)
+        answer = recall(snapshot, terms, embedding.vector, scope, options)
+        problem = embedding.problem
         return dataclasses.replace(answer, degraded=answer.degraded or problem or degraded)
 
     def recall(
@@ -411,9 +424,16 @@ class Recaller:
         return QueryTerms(text=query, terms=wanted_terms, postings=postings)
 
     def _query_vector(
-        self, query: str, snapshot: Snapshot, calibration: SemanticCalibration | None
-    ) -> tuple[np.ndarray | None, str | None]:
-        """Return the query's embedding, or None and why not (None, None: no semantic arm)."""
+        self,
+        query: str,
+        snapshot: Snapshot,
+        *,
+        calibration: SemanticCalibration | None,
+        embed: bool = True,
+    ) -> tuple[np.ndarray | None, str | None] | None:
+        """Return the query's embedding, or None and why not (None, None: no semantic arm:
+        no model, or none calibrated for it); with `embed=False`, None when only embedding
+        the query can tell."""
         if self._embedder is None or calibration is None:
             return None, None
         if snapshot.matrix is None:
@@ -424,11 +444,25 @@ class Recaller:
             return None, None
         import numpy as np
 
+        with self._lock:
+            cached = self._query_vectors.get(query)
+            if cached is not None:
+                self._query_vectors.move_to_end(query)
+                return cached, None
+        if not embed:
+            return None
         try:
-            return np.asarray(self._embedder.embed_query(query), dtype=np.float32), None
+            vector = np.asarray(self._embedder.embed_query(query), dtype=np.float32)
         except _SEMANTIC_FAILURES as error:
             log.warning("recall: semantic arm failed, answering lexical-only: %s", error)
             return None, f"semantic arm failed: {error}"
+        # The model and its query prefix are fixed for this recaller: the text decides.
+        vector.setflags(write=False)
+        with self._lock:
+            self._query_vectors[query] = vector
+            if len(self._query_vectors) > _VECTOR_CACHE_SIZE:
+                self._query_vectors.popitem(last=False)
+        return vector, None
 
     def close(self) -> None:
         """Nothing to close: the store and the model belong to the caller."""
@@ -476,6 +510,71 @@ class Recaller:
                 }
             )
         return {"entries": entries, "missing": missing}
+
+
+class _Helper:
+    """One daemon thread that runs the query embeddings handed to it, started on first use
+    and then kept (idle in a queue get, it costs nothing): starting a thread per recall made
+    the recall wait until the new thread was scheduled, milliseconds on a loaded machine."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]]
+        self._jobs = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, function: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        self._jobs.put((future, function, args))
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._serve, name="carryd-embed", daemon=True
+                )
+                self._thread.start()
+        return future
+
+    def _serve(self) -> None:
+        while True:
+            future, function, args = self._jobs.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(function(*args))
+            except BaseException as error:  # noqa: BLE001 — handed to the asking thread
+                future.set_exception(error)
+
+
+_HELPER = _Helper()
+
+
+class _Embedding:
+    """A query's vector: known at once (kept, or no semantic arm), else made on the helper
+    thread, which `vector()` waits for; an error in it is raised there, as if inline."""
+
+    def __init__(
+        self,
+        query: str,
+        snapshot: Snapshot,
+        make: Callable[..., tuple[np.ndarray | None, str | None] | None],
+    ) -> None:
+        self._result = make(query, snapshot, embed=False)
+        self._future: Future[tuple[np.ndarray | None, str | None]] | None = None
+        if self._result is None:
+            self._future = _HELPER.submit(make, query, snapshot)
+
+    def vector(self) -> np.ndarray | None:
+        if self._future is not None:
+            self._result = self._future.result()
+            self._future = None
+        assert self._result is not None
+        return self._result[0]
+
+    @property
+    def problem(self) -> str | None:
+        self.vector()
+        assert self._result is not None
+        return self._result[1]
 
 
 def _read_entries(root: Path, path: str) -> Mapping[str, Entry] | str:

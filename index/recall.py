@@ -4,9 +4,10 @@
 
 1. runs the **lexical arm**: BM25 over the full-text postings of the query's terms;
 2. runs the **semantic arm**: the query vector against the **L0** vectors only, through
-   `nearest` — the one vector-search seam (brute-force cosine today; an ANN index replaces
-   this one function) — top `candidates_per_arm` among those above the model's calibrated
-   floor;
+   `nearest` — the one vector-search seam (exact cosine; from 20,000 vectors on, only the
+   rows a low-dimensional sketch cannot rule out are scored, `snapshot_sketch`; an ANN index
+   would replace this one function) — top `candidates_per_arm` among those above the model's
+   calibrated floor;
 3. fuses them in rank space and decides per hit from absolute confidences (`fuse`).
 
 The shell (`carryd.daemon.recalling`) reads the store, embeds the query (or passes None: no
@@ -16,7 +17,7 @@ Each `RecallHit` carries what carry's selection needs, the entry's explicit slot
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,7 @@ from carryd.index.fusion import (
 from carryd.index.l0 import L0Source
 from carryd.index.lexical import TermPostings, search_rows
 from carryd.index.snapshot import Scope, Snapshot
+from carryd.index.snapshot_sketch import Sketch, shortlist
 from carryd.index.sync import EntryRow
 
 if TYPE_CHECKING:
@@ -107,12 +109,13 @@ class RecallAnswer:
 def recall(
     snapshot: Snapshot,
     query_terms: QueryTerms,
-    query_vector: np.ndarray | None,
+    query_vector: np.ndarray | Callable[[], np.ndarray | None] | None,
     scope: Scope,
     options: RecallOptions,
 ) -> RecallAnswer:
-    """Given a snapshot, the query's terms (with postings) and vector (None: no semantic arm)
-    and a scope, return the answer.
+    """Given a snapshot, the query's terms (with postings) and vector (None: no semantic arm;
+    or a callable returning it, asked once the lexical arm is done) and a scope, return the
+    answer.
 
     The threshold decides each hit's `decision`; only `inject` hits are returned
     (`min_confidence=0` therefore returns every ranked candidate), at most `limit`.
@@ -122,7 +125,9 @@ def recall(
         return RecallAnswer(query_terms.text, scope.workspace, None, ())
     per_arm = max(options.candidates_per_arm, options.limit)
     arms = [_lexical_arm(query_terms, snapshot, scope, options, per_arm)]
-    semantic, problem = _semantic_arm(query_vector, snapshot, scope, options, per_arm)
+    # A callable is asked only now: the shell embeds the query while the lexical arm runs.
+    vector = query_vector() if callable(query_vector) else query_vector
+    semantic, problem = _semantic_arm(vector, snapshot, scope, options, per_arm)
     if semantic is not None:
         arms.append(semantic)
     neighbours = _neighbours(snapshot, scope.allowed, arms) if options.parent_propagation else None
@@ -142,12 +147,26 @@ def nearest(
     mask: np.ndarray | None,
     floor: float,
     limit: int,
+    sketch: Sketch | None = None,
 ) -> tuple[tuple[str, float], ...]:
     """Given unit vectors (rows aligned with `ids`), a unit query vector, an optional row mask
     and a cosine floor, return up to `limit` (id, cosine) above the floor, best first, ties by
-    id. The one vector-search seam: an ANN index answers this same question."""
+    id. The one vector-search seam: an ANN index answers this same question.
+
+    With a `sketch` of the matrix (large snapshots) only the rows its bounds cannot rule out
+    are scored (`snapshot_sketch.shortlist`): the same answer, bit for bit, as scoring all."""
     import numpy as np
 
+    if limit <= 0:
+        return ()
+    rows = None
+    if sketch is not None and sketch.basis.shape[1] == matrix.shape[1]:
+        rows = shortlist(sketch, matrix.shape[0], vector, mask=mask, floor=floor, limit=limit)
+    if rows is not None:
+        # The same float32 dot product, row by row, as the full scan below.
+        cosines = np.einsum("ij,j->i", matrix[rows], vector)
+        eligible = cosines > floor
+        return _best(ids, rows[eligible], cosines[eligible], limit)
     # einsum, not `@`: a multi-threaded BLAS gemv right after onnxruntime's run fights
     # its spinning threads for the cores (10-30 ms instead of ~1 ms at 10,000 rows).
     cosines = np.einsum("ij,j->i", matrix, vector)
@@ -155,9 +174,18 @@ def nearest(
     if mask is not None:
         eligible &= mask
     positions = np.flatnonzero(eligible)
-    if positions.size == 0 or limit <= 0:
+    return _best(ids, positions, cosines[positions], limit)
+
+
+def _best(
+    ids: Sequence[str], positions: np.ndarray, scoped: np.ndarray, limit: int
+) -> tuple[tuple[str, float], ...]:
+    """Given candidate rows and their cosines, return the best `limit` as (id, cosine), ties
+    by id."""
+    import numpy as np
+
+    if positions.size == 0:
         return ()
-    scoped = cosines[positions]
     if positions.size > limit:
         # Keep a margin over the cut so ties at the boundary are resolved by id below.
         top = np.argpartition(-scoped, limit - 1)[:limit]
@@ -217,6 +245,7 @@ def _semantic_arm(
         mask=scope.vector_mask,
         floor=calibration.floor,
         limit=limit,
+        sketch=snapshot.sketch,
     )
     return (
         Arm(

@@ -17,6 +17,11 @@ Refreshing costs what changed, not what is stored:
 - adding or removing ids re-derives the row order (ascending ids: lexical ties break by id),
   one pass over the ids.
 
+From `SKETCH_MIN_ROWS` vectors on, the snapshot also keeps a sketch of them (their
+projections on a few dozen directions and the residual norms, `snapshot_sketch.py`), row for
+row with the vector buffer: `nearest` scores only the rows its bounds cannot rule out, and a
+refresh projects only the vectors it writes.
+
 Anything unusual (a vector of another width, no vectors at all) makes `apply_changes` return
 None, and the caller takes the full load, which also says what is wrong.
 
@@ -44,6 +49,7 @@ from carryd.index.snapshot_rows import (
     with_spare,
     workspace_codes_of,
 )
+from carryd.index.snapshot_sketch import sketch_of
 
 __all__ = [
     "Decode",
@@ -118,6 +124,7 @@ def build_snapshot(
         vector_problem=problem,
         vector_of={entry_id: position for position, entry_id in enumerate(vector_ids)},
         buffer=buffer,
+        sketch=sketch_of(buffer, count) if buffer is not None else None,
     )
 
 

@@ -21,6 +21,7 @@ from carryd.index.snapshot_rows import (
     workspace_code,
     workspace_codes_of,
 )
+from carryd.index.snapshot_sketch import Sketch, sketch_of
 from carryd.index.sync import EntryRow
 
 if TYPE_CHECKING:
@@ -125,6 +126,7 @@ class _VectorSide:
     vector_of: Mapping[str, int]
     readable: np.ndarray | None
     vector_rows: np.ndarray
+    sketch: Sketch | None
 
 
 def _with_vectors(
@@ -178,6 +180,7 @@ def _with_vectors(
         vector_problem=None,
         vector_of=side.vector_of,
         buffer=side.buffer,
+        sketch=side.sketch,
     )
 
 
@@ -194,6 +197,7 @@ def _vectors_unchanged(previous: Snapshot, base: dict[str, Any]) -> Snapshot:
         vector_problem=previous.vector_problem,
         vector_of=previous.vector_of,
         buffer=previous.buffer,
+        sketch=previous.sketch,
     )
 
 
@@ -223,9 +227,15 @@ def _compacted(
     readable = None
     if previous.vector_readable is not None and change.new_readable is not None:
         readable = np.concatenate([previous.vector_readable[keep], change.new_readable])
+    sketch = None
+    if buffer is not None and previous.sketch is not None:
+        sketch = previous.sketch.regathered(keep, change.new_block, len(buffer))
+    elif buffer is not None:
+        sketch = sketch_of(buffer, len(vector_ids))
     return _VectorSide(
         vector_ids=vector_ids,
         buffer=buffer,
+        sketch=sketch,
         live=np.ones(len(vector_ids), dtype=bool),
         vector_of={entry_id: position for position, entry_id in enumerate(vector_ids)},
         readable=readable,
@@ -260,9 +270,14 @@ def _appended_in_place(
             dtype=np.int64,
             count=len(vector_ids),
         )
+    if previous.sketch is not None:
+        sketch = previous.sketch.written(change.new_block, count)
+    else:
+        sketch = sketch_of(buffer, len(vector_ids))  # (None until the snapshot is large)
     return _VectorSide(
         vector_ids=vector_ids,
         buffer=buffer,
+        sketch=sketch,
         live=np.concatenate([change.live, np.ones(len(appended), dtype=bool)]),
         vector_of=Layered.of(previous.vector_of).changed(
             change.dying_ids, {entry_id: count + offset for offset, entry_id in enumerate(appended)}

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from carryd.index.fusion import SemanticCalibration
 from carryd.index.lexical import LexicalStats
+from carryd.index.snapshot_sketch import Sketch
 from carryd.index.sync import EntryRow
 
 if TYPE_CHECKING:
@@ -65,6 +66,8 @@ class Snapshot:
     vector_problem: str | None
     vector_of: Mapping[str, int]  # entry id -> its live vector row
     buffer: np.ndarray | None  # float32 [capacity, dim]; rows past `len(vector_ids)` spare
+    # The buffer's projections, row for row (`snapshot_sketch`): large snapshots only.
+    sketch: Sketch | None = None
 
 
 @dataclass(frozen=True)

@@ -537,3 +537,33 @@ def test_a_finished_sync_clears_the_record_of_an_interrupted_run(small: Path, us
     assert read_indexing(settings) is not None
     sync(small)  # one batch: it records no progress of its own, and still clears the old one
     assert read_indexing(settings) is None
+
+
+@pytest.mark.parametrize("batch_size", [25, 10_000])
+def test_a_failed_commit_is_raised_by_the_sync_not_waited_for(
+    small: Path, use_model: Path, monkeypatch: pytest.MonkeyPatch, batch_size: int
+):
+    """Batches commit on a writer thread while the next one embeds (one batch: inline); a
+    commit that fails ends the sync with its error, and batches committed before it stay."""
+    from carryd.index.errors import IndexUnavailable
+    from carryd.index.store import Store
+
+    monkeypatch.setattr("carryd.daemon.indexing.COMMIT_EMBEDDINGS", batch_size)
+    applied: list[int] = []
+    real_apply = Store.apply
+
+    def apply(self: Store, batch: Any) -> int:
+        if applied:
+            raise IndexUnavailable("disk is full (test)")
+        applied.append(len(batch.upsert_entries))
+        return real_apply(self, batch) if batch_size < 10_000 else _raise()
+
+    def _raise() -> int:
+        raise IndexUnavailable("disk is full (test)")
+
+    monkeypatch.setattr(Store, "apply", apply)
+    with pytest.raises(IndexUnavailable, match="disk is full"):
+        sync(small)
+    monkeypatch.setattr(Store, "apply", real_apply)
+    with Store.open(small / ".carryd" / "index.sqlite") as store:
+        assert store.counts()["entries"] == (40 if batch_size < 10_000 else 0)

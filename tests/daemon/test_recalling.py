@@ -531,3 +531,29 @@ def test_vectors_filled_in_later_reach_the_warm_recaller(indexed: Any, embedder:
     assert answers(warm) == answers(fresh)
     top = warm.recall("kubernetes ingress timeout", workspace="ops")["hits"][0]
     assert top["path"] == "ops/ingress.md" and top["arms"]["semantic"] is not None
+
+
+def test_a_repeated_query_is_embedded_once_and_answers_the_same(indexed: Any) -> None:
+    """The carry asks the same few questions after every edit: the query vector is kept by
+    query text, and the answer is the one a fresh embedding gives."""
+    root = indexed(NOTES)
+    embedder = root.recaller._embedder  # noqa: SLF001
+    calls: list[str] = []
+
+    class Counting:
+        identity = embedder.identity
+
+        def embed_query(self, text: str) -> Any:
+            calls.append(text)
+            return embedder.embed_query(text)
+
+        def embed_passages(self, texts: Any) -> Any:
+            return embedder.embed_passages(texts)
+
+    recaller = Recaller(root.settings, root.store, Counting(), None)
+    first = recaller.recall("physician appointment")
+    again = recaller.recall("physician appointment")
+    assert first == again == root.recall("physician appointment")
+    assert calls == ["physician appointment"]
+    recaller.recall("money in cents")
+    assert calls == ["physician appointment", "money in cents"]

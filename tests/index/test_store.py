@@ -413,3 +413,63 @@ def test_an_index_made_before_the_change_log_starts_logging_at_its_next_write(db
         epoch = reopened.change_log_epoch()
         assert reopened.changes_since(before - 1, epoch) is None  # older than the log
         assert reopened.changes_since(before, epoch) == ["mem_b"]
+
+
+def _counted(store: Store) -> dict[str, int]:
+    """The counts by `count(*)` scans, bypassing what the store keeps."""
+    files, entries, vectors = store._read.execute(  # noqa: SLF001
+        "SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM entries), "
+        "(SELECT count(*) FROM vectors)"
+    ).fetchone()
+    return {"files": files, "entries": entries, "vectors": vectors}
+
+
+def test_counts_stay_right_batch_after_batch_without_rescanning(store: Store):
+    import random
+
+    rng = random.Random(12)
+    store.counts()  # counted once; kept by `apply` from here
+    ids = [f"mem_{n}" for n in range(12)]
+    paths = [f"ws/{n}.md" for n in range(5)]
+    for _ in range(60):
+        upserts = rng.sample(ids, rng.randint(0, 4))
+        deletes = rng.sample(ids, rng.randint(0, 3))  # may overlap the upserts, may be absent
+        batch = Batch(
+            upsert_entries=tuple(row(entry_id) for entry_id in upserts),
+            delete_entries=tuple(deletes),
+            identity=IDENTITY,
+            vectors=tuple(
+                (entry_id, "l-" + entry_id, vector(1, 0, 0, 0))
+                for entry_id in rng.sample(upserts, len(upserts) // 2)
+            ),
+            drop_vectors=tuple(rng.sample(ids, rng.randint(0, 2))),
+            upsert_files=tuple(
+                FileRecord(path, 1, 1, "sha", 1) for path in rng.sample(paths, rng.randint(0, 2))
+            ),
+            delete_files=tuple(rng.sample(paths, rng.randint(0, 2))),
+        )
+        store.apply(batch)
+        assert store._counts is not None  # noqa: SLF001 — kept, not dropped
+        assert store.counts() == _counted(store)
+
+
+def test_counts_are_counted_again_when_another_writer_committed(db: Path, store: Store):
+    assert store.counts() == {"files": 1, "entries": 3, "vectors": 1}
+    with Store.open(db) as other:
+        other.apply(Batch(delete_entries=("mem_b",)))
+    # The other store's commit moved the generation: this one's kept counts are not used.
+    assert store.counts() == {"files": 1, "entries": 2, "vectors": 1}
+    store.apply(Batch(upsert_entries=(row("mem_new"),)))
+    assert store.counts() == _counted(store) == {"files": 1, "entries": 3, "vectors": 1}
+
+
+def test_counts_after_a_model_change_are_counted_again(store: Store):
+    store.counts()
+    store.apply(
+        Batch(
+            identity=OTHER,
+            vectors=(("mem_b", "l-mem_b", vector(0, 1, 0, 0)),),
+            drop_other_identities=True,
+        )
+    )
+    assert store.counts() == _counted(store) == {"files": 1, "entries": 3, "vectors": 1}
