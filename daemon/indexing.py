@@ -34,9 +34,8 @@ A model identity change (another model, file, dim, pooling or prefix) re-embeds 
 vectors of the old identity are dropped after a copy of the index is kept as
 `index.sqlite.old-model-<UTC>`; the report's notes and the log say so once. A new
 `TOKENIZER_VERSION` re-reads every file and recomputes every posting (nothing is re-embedded).
-Checking the index against the files (`carryd verify`) and repairing it is
-`carryd.daemon.verifying`. Steps 1-3 (reading, diffing and planning) are
-`carryd.daemon.sync_planning`; this module applies the plan in batches and records progress.
+Checking and repairing the index is `carryd.daemon.verifying`; steps 1-3 (reading, diffing,
+planning) are `carryd.daemon.sync_planning`; this module applies the plan and records progress.
 """
 
 from __future__ import annotations

@@ -31,10 +31,9 @@ import json
 import logging
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from carryd.index.errors import IndexCorrupt, IndexUnavailable
 from carryd.index.store_file import (
@@ -53,11 +52,13 @@ from carryd.index.store_file import (
     sqlite_code,
     unavailable_error,
 )
+from carryd.index.store_verify import VectorIssue, vector_issues_of
 from carryd.index.store_write import (
     LARGE_BATCH_CACHE_KIB,
     LARGE_BATCH_ROWS,
     Batch,
     commit_batch,
+    counts_after,
     create_change_log,
 )
 from carryd.index.sync import EntryRow, FileRecord
@@ -85,16 +86,6 @@ log = logging.getLogger(__name__)
 # is already open here is never read outside SQLite (it is in use, hence not to be
 # diagnosed or moved aside).
 _LIVE: dict[str, int] = {}
-
-
-@dataclass(frozen=True)
-class VectorIssue:
-    """A vector that does not fit the index (for `verify`)."""
-
-    kind: Literal["orphaned", "wrong_identity", "wrong_dim", "stale"]
-    entry_id: str
-    path: str | None
-    detail: str
 
 
 class Store:
@@ -282,48 +273,6 @@ class Store:
     # (generation, counts as of it): kept up to date by `apply`, dropped when unsure.
     _counts: tuple[int, dict[str, int]] | None = None
 
-    def _counts_after(self, batch: Batch) -> tuple[int, dict[str, int]] | None:
-        """Given a batch about to be committed, return (the generation it will make, the
-        counts then) from the cached counts and the rows the batch touches (a query over the
-        batch's ids, not the tables); None when the cache cannot say."""
-        cached = self._counts
-        if cached is None or batch.drop_other_identities:
-            return None  # (another model's vectors going: how many is a scan; rare)
-        gone_entries = set(batch.delete_entries)
-        new_entries = {row.id for row in batch.upsert_entries}
-        gone_files = set(batch.delete_files)
-        new_files = {record.path for record in batch.upsert_files}
-        gone_vectors = gone_entries | set(batch.drop_vectors)
-        new_vectors = {entry_id for entry_id, _, _ in batch.vectors}
-        # Deletes run before upserts (`apply_batch`): an upserted key is new unless it exists
-        # and was not deleted first; an `INSERT OR REPLACE` of an existing key adds nothing.
-        row = self._write.execute(
-            f"SELECT {_GENERATION}, "
-            f"(SELECT count(*) FROM entries WHERE id IN {IDS_IN}), "
-            f"(SELECT count(*) FROM entries WHERE id IN {IDS_IN}), "
-            f"(SELECT count(*) FROM files WHERE path IN {IDS_IN}), "
-            f"(SELECT count(*) FROM files WHERE path IN {IDS_IN}), "
-            f"(SELECT count(*) FROM vectors WHERE entry_id IN {IDS_IN}), "
-            f"(SELECT count(*) FROM vectors WHERE entry_id IN {IDS_IN})",
-            (
-                ids_json(gone_entries),
-                ids_json(new_entries - gone_entries),
-                ids_json(gone_files),
-                ids_json(new_files - gone_files),
-                ids_json(gone_vectors),
-                ids_json(new_vectors - gone_vectors),
-            ),
-        ).fetchone()
-        generation = int(row[0] or 0)
-        if generation != cached[0]:
-            return None
-        before = cached[1]
-        return generation + 1, {
-            "files": before["files"] - row[3] + len(new_files) - row[4],
-            "entries": before["entries"] - row[1] + len(new_entries) - row[2],
-            "vectors": before["vectors"] - row[5] + len(new_vectors) - row[6],
-        }
-
     def generation(self) -> int:
         """Return a number that increases with every committed batch."""
         return int(self.meta("generation") or 0)
@@ -479,27 +428,7 @@ class Store:
             "SELECT v.entry_id, e.path, v.identity, length(v.vector), v.l0_hash, e.l0_hash "
             "FROM vectors v LEFT JOIN entries e ON e.id = v.entry_id ORDER BY v.entry_id"
         )
-        issues: list[VectorIssue] = []
-        for entry_id, path, identity, width, vector_hash, entry_hash in rows:
-            if path is None:
-                issues.append(VectorIssue("orphaned", entry_id, None, "vector without an entry"))
-            elif identity_key is not None and identity != identity_key:
-                issues.append(
-                    VectorIssue("wrong_identity", entry_id, path, f"vector of model {identity}")
-                )
-            elif dim is not None and width != 4 * dim:
-                issues.append(
-                    VectorIssue(
-                        "wrong_dim", entry_id, path, f"vector has {width / 4:g} dims, not {dim}"
-                    )
-                )
-            elif vector_hash != entry_hash:
-                issues.append(
-                    VectorIssue(
-                        "stale", entry_id, path, "vector embeds another L0 than the entry's"
-                    )
-                )
-        return issues
+        return vector_issues_of(rows, identity_key, dim)
 
     def postings_lengths(self) -> dict[str, int]:
         """Return entry id -> sum of its postings' term frequencies (for verify)."""
@@ -520,7 +449,7 @@ class Store:
         expected = None
         try:
             self._ensure_change_log()  # inside: a full or read-only disk is told as such
-            expected = self._counts_after(batch)
+            expected = counts_after(self._write, self._counts, batch)
             self._counts = None  # until the commit is known to have made `expected`
             commit_batch(connection, batch)
         except sqlite3.DatabaseError as error:

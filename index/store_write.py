@@ -178,3 +178,52 @@ def commit_batch(connection: sqlite3.Connection, batch: Batch) -> None:
     except BaseException:
         rollback(connection)
         raise
+
+
+# The generation as committed (the change log stamps with "+ 1", `_STAMP`).
+_GENERATION_NOW = "(SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation')"
+
+
+def counts_after(
+    write: sqlite3.Connection, cached: tuple[int, dict[str, int]] | None, batch: Batch
+) -> tuple[int, dict[str, int]] | None:
+    """Given the write connection, the cached (generation, counts) and a batch about to be
+    committed, return (the generation it will make, the counts then) from the cached counts
+    and the rows the batch touches (a query over the batch's ids, not the tables); None when
+    the cache cannot say."""
+    if cached is None or batch.drop_other_identities:
+        return None  # (another model's vectors going: how many is a scan; rare)
+    gone_entries = set(batch.delete_entries)
+    new_entries = {row.id for row in batch.upsert_entries}
+    gone_files = set(batch.delete_files)
+    new_files = {record.path for record in batch.upsert_files}
+    gone_vectors = gone_entries | set(batch.drop_vectors)
+    new_vectors = {entry_id for entry_id, _, _ in batch.vectors}
+    # Deletes run before upserts (`apply_batch`): an upserted key is new unless it exists
+    # and was not deleted first; an `INSERT OR REPLACE` of an existing key adds nothing.
+    row = write.execute(
+        f"SELECT {_GENERATION_NOW}, "
+        f"(SELECT count(*) FROM entries WHERE id IN {IDS_IN}), "
+        f"(SELECT count(*) FROM entries WHERE id IN {IDS_IN}), "
+        f"(SELECT count(*) FROM files WHERE path IN {IDS_IN}), "
+        f"(SELECT count(*) FROM files WHERE path IN {IDS_IN}), "
+        f"(SELECT count(*) FROM vectors WHERE entry_id IN {IDS_IN}), "
+        f"(SELECT count(*) FROM vectors WHERE entry_id IN {IDS_IN})",
+        (
+            ids_json(gone_entries),
+            ids_json(new_entries - gone_entries),
+            ids_json(gone_files),
+            ids_json(new_files - gone_files),
+            ids_json(gone_vectors),
+            ids_json(new_vectors - gone_vectors),
+        ),
+    ).fetchone()
+    generation = int(row[0] or 0)
+    if generation != cached[0]:
+        return None
+    before = cached[1]
+    return generation + 1, {
+        "files": before["files"] - row[3] + len(new_files) - row[4],
+        "entries": before["entries"] - row[1] + len(new_entries) - row[2],
+        "vectors": before["vectors"] - row[5] + len(new_vectors) - row[6],
+    }
