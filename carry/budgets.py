@@ -43,3 +43,7 @@ class CarryBudgets:
     # fresh context that loses why something failed tries it again; a rule not shown is
     # named with its id). The full carry keeps the rules first.
     dead_ends_before_rules: bool = False
+    # A carry up to this size is never trimmed to flat injection's cost: a host injects that
+    # much at SessionStart anyway (the daemon passes `hooks.inline_chars`), so cutting a short
+    # hand-off below it saves nothing a host would notice. 0: the flat cost alone decides.
+    free_chars: int = 0

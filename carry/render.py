@@ -266,8 +266,9 @@ def cost_ceiling(inputs: CarryInputs, budgets: CarryBudgets, *, required: Sequen
     """Given the inputs, the budgets and the required segments' texts, return the carry's
     total budget: what the flat injection would cost for the same files, so a planned carry
     is never dearer than the truncation it replaces — but never less than the required
-    segments plus the memory budget (a short hand-off still has room for the user's standing
-    rules), and never more than `budgets.total_chars`.
+    segments plus the memory budget (room for the user's standing rules) or
+    `budgets.free_chars` (what a host injects at SessionStart anyway: a short hand-off is
+    not cut), and never more than `budgets.total_chars`.
 
     The planned carry earns its place by choosing better within the flat's cost, not by
     spending more: standing rules and recalled memory are paid for by the ledger's and the
@@ -278,7 +279,7 @@ def cost_ceiling(inputs: CarryInputs, budgets: CarryBudgets, *, required: Sequen
     except PromptBudgetError:
         flat = 0
     floor = planned_chars(text for text in required if text) + budgets.memory.max_chars
-    return min(budgets.total_chars, max(flat, floor))
+    return min(budgets.total_chars, max(flat, floor, budgets.free_chars))
 
 
 def _flat_carry(inputs: CarryInputs, budgets: CarryBudgets) -> PromptPlan:

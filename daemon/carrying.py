@@ -108,6 +108,7 @@ def budgets_from_settings(settings: Settings, *, max_chars: int | None = None) -
     carry = settings.carry
     return CarryBudgets(
         dead_ends_before_rules=max_chars is not None,
+        free_chars=settings.hooks.inline_chars,
         total_chars=carry.total_chars if max_chars is None else max_chars,
         ledger_chars=carry.ledger_chars,
         plan_chars=carry.plan_chars,

@@ -552,3 +552,19 @@ def test_a_cut_of_the_full_carry_keeps_failed_attempts_whole_before_standing_rul
         assert f"attempt {n}: tried queue variant {n}" in cut.text
     for entry in base.root_defaults:
         assert entry.text.split("\n- ")[1][:20] in cut.text or entry.id in cut.text
+
+
+def test_a_short_hand_off_is_not_cut_below_what_a_host_injects_anyway() -> None:
+    # Rules that cost more than the ledger: trimmed to flat's cost, the ledger would pay.
+    short = dataclasses.replace(inputs(), root_defaults=_defaults(8, lines=6))
+    trimmed = build_carry(short)
+    free = build_carry(short, CarryBudgets(free_chars=9_000))
+    assert decisions(trimmed)["standing"][1] == "shrunk" or decisions(trimmed)["ledger"][1] == (
+        "shrunk"
+    )
+    # Under the SessionStart budget a host injects the carry whole: nothing is cut.
+    assert len(free.text) <= free.budget_chars == 9_000
+    assert {decisions(free)[name] for name in ("ledger", "plan", "standing")} == {
+        ("selected", "fits")
+    }
+    assert all(f"Rule {n}: never deploy" in free.text for n in range(8))
