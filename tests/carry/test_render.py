@@ -78,6 +78,22 @@ def inputs(**changes: object) -> CarryInputs:
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
+def with_tried(items: str) -> str:
+    """The fixture ledger with `items` appended to its tried section."""
+    heading = "## Progress and next steps\n"
+    return LEDGER.replace(heading, items + "\n" + heading)
+
+
+def refund_attempts(count: int) -> str:
+    """`count` long failed attempts, one line each."""
+    return "".join(
+        f"- ❌ attempt {n}: tried variant {n} of the refund queue — failed, because "
+        + "the webhook retried while the queue was still draining " * 3
+        + "\n"
+        for n in range(count)
+    )
+
+
 def hit(
     memory_id: str,
     path: str,
@@ -363,14 +379,8 @@ def test_anchor_rows_only_for_what_is_not_in_full_and_never_a_bare_heading() -> 
 
 
 def test_a_ledger_that_does_not_fit_names_the_ids_that_hold_what_it_cut() -> None:
-    big = "".join(
-        f"- ❌ attempt {n}: tried variant {n} of the refund queue — failed, because "
-        + "the webhook retried while the queue was still draining " * 3
-        + "\n"
-        for n in range(80)
-    )
-    heading = "## Progress and next steps\n"
-    ledger_text = LEDGER.replace(heading, big + "\n" + heading)
+    big = refund_attempts(80)
+    ledger_text = with_tried(big)
     plan = build_carry(inputs(ledger_text=ledger_text))
     ledger = plan.text.split("# Handoff ledger")[1].split("\n# Plan")[0]
     assert decisions(plan)["ledger"] == ("selected", "shrunk")
@@ -467,14 +477,8 @@ def _defaults(count: int, lines: int = 1) -> tuple[object, ...]:
 
 
 def test_a_carry_never_costs_more_than_flat_injection_for_the_same_files() -> None:
-    big = "".join(
-        f"- ❌ attempt {n}: tried variant {n} of the refund queue — failed, because "
-        + "the webhook retried while the queue was still draining " * 3
-        + "\n"
-        for n in range(80)
-    )
-    heading = "## Progress and next steps\n"
-    long = inputs(ledger_text=LEDGER.replace(heading, big + "\n" + heading))
+    big = refund_attempts(80)
+    long = inputs(ledger_text=with_tried(big))
     long = dataclasses.replace(long, root_defaults=_defaults(3))
     plan = build_carry(long)
     flat = _flat_size(long)
@@ -497,9 +501,8 @@ def test_standing_rules_give_way_to_the_ledgers_dead_ends_under_a_tight_budget()
         f"- ❌ attempt {n}: tried queue variant {n} — failed, the webhook retried.\n"
         for n in range(20)
     )
-    heading = "## Progress and next steps\n"
     tight = dataclasses.replace(
-        inputs(ledger_text=LEDGER.replace(heading, attempts + "\n" + heading)),
+        inputs(ledger_text=with_tried(attempts)),
         root_defaults=_defaults(6, lines=4),
     )
     plan = build_carry(tight, CarryBudgets(total_chars=3_800))
@@ -517,8 +520,7 @@ def test_standing_rules_give_way_to_the_ledgers_dead_ends_under_a_tight_budget()
 
 def test_what_a_carry_holds_does_not_depend_on_the_roots_path_length() -> None:
     big = "".join(f"- ❌ attempt {n}: tried variant {n} — failed, timed out.\n" for n in range(90))
-    heading = "## Progress and next steps\n"
-    long = inputs(ledger_text=LEDGER.replace(heading, big + "\n" + heading))
+    long = inputs(ledger_text=with_tried(big))
     long = dataclasses.replace(long, root_defaults=_defaults(3, lines=4))
     short_root, long_root = "/m", "/home/someone/with/a/much/longer/path/to/their/memory"
     short = build_carry(dataclasses.replace(long, root=short_root))
@@ -534,9 +536,8 @@ def test_a_cut_of_the_full_carry_keeps_failed_attempts_whole_before_standing_rul
         "else worth noting, and the refund ran twice.\n"
         for n in range(12)
     )
-    heading = "## Progress and next steps\n"
     base = dataclasses.replace(
-        inputs(ledger_text=LEDGER.replace(heading, attempts + "\n" + heading)),
+        inputs(ledger_text=with_tried(attempts)),
         root_defaults=_defaults(6, lines=6),
     )
     full = build_carry(base, CarryBudgets(total_chars=4_200))
