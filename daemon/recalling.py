@@ -51,7 +51,7 @@ from carryd.daemon.warm_snapshot import (  # noqa: F401 — WarmSnapshot re-expo
 )
 from carryd.index.entries import Entry, parse_entries
 from carryd.index.fusion import SemanticCalibration
-from carryd.index.lexical import TermPostings, query_terms
+from carryd.index.lexical import TermPostings, patched_postings, query_terms
 from carryd.index.recall import QueryTerms, RecallAnswer, RecallOptions, recall
 from carryd.index.redact import redact
 from carryd.index.snapshot import (
@@ -129,10 +129,11 @@ class Recaller:
             return snapshot, calibration, self._scopes, self._term_postings
 
     def _kept_postings(self, previous: Snapshot, snapshot: Snapshot) -> dict[str, TermPostings]:
-        """Given the last snapshot and the new one, return the cached postings still right
-        for the new one: all of them but the terms a changed entry held or holds now, when
-        the row order stayed (an edit). Re-fetching a common term costs its thousands of
-        postings, on every edit, in proportion to the root, not to the change."""
+        """Given the last snapshot and the new one, return the cached postings brought up to
+        date for the new one when the row order stayed (an edit): a term a changed entry held
+        or holds now is patched from the changed entries' own postings, never re-read whole.
+        Re-fetching a common term costs its tens of thousands of postings, in proportion to
+        the root, not to the change (at 100,000 entries, 137-465 ms on the next recall)."""
         if (
             not self._term_postings
             or snapshot.row_of is not previous.row_of
@@ -143,7 +144,7 @@ class Recaller:
             changed = self._store.changes_since(previous.generation, previous.epoch)
             if changed is None:
                 return {}
-            now = self._store.terms_of(changed) if changed else set()
+            now = self._store.postings_of(changed) if changed else {}
         except _SEMANTIC_FAILURES:
             return {}
         import numpy as np
@@ -151,16 +152,20 @@ class Recaller:
         rows = np.asarray(
             sorted(previous.row_of[i] for i in changed if i in previous.row_of), dtype=np.int64
         )
+        row_of = snapshot.row_of
         kept = {}
         for term, postings in self._term_postings.items():
-            if term in now:
-                continue  # a changed entry holds it now (new tf, or new to it)
+            held_now = now.get(term)
+            held_before = False
             if rows.size and postings.rows.size:
                 # Rows are ascending: where each changed row would go, and is it there.
                 at = np.minimum(np.searchsorted(postings.rows, rows), postings.rows.size - 1)
-                if (postings.rows[at] == rows).any():
-                    continue  # a changed entry held it
-            kept[term] = postings
+                held_before = bool((postings.rows[at] == rows).any())
+            if held_now is None and not held_before:
+                kept[term] = postings
+                continue
+            frequencies = {row_of[i]: tf for i, tf in (held_now or {}).items() if i in row_of}
+            kept[term] = patched_postings(postings, rows, frequencies)
         return kept
 
     def _scope(

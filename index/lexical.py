@@ -138,6 +138,30 @@ class TermPostings:
         )
 
 
+def patched_postings(
+    postings: TermPostings, changed_rows: np.ndarray, now: Mapping[int, int]
+) -> TermPostings:
+    """Given a term's postings, the rows of the entries an edit changed (ascending) and the
+    term's frequency in each changed row now (rows absent: it no longer holds the term),
+    return the postings after the edit — what `TermPostings.of` would build from scratch,
+    at the cost of the change, not of the term's length."""
+    import numpy as np
+
+    keep = ~np.isin(postings.rows, changed_rows, assume_unique=True)
+    added = sorted((row, frequency) for row, frequency in now.items() if frequency > 0)
+    rows = np.concatenate(
+        [postings.rows[keep], np.fromiter((r for r, _ in added), np.int64, count=len(added))]
+    )
+    frequencies = np.concatenate(
+        [
+            postings.frequencies[keep],
+            np.fromiter((f for _, f in added), np.float64, count=len(added)),
+        ]
+    )
+    order = np.argsort(rows, kind="stable")
+    return TermPostings(rows=rows[order], frequencies=frequencies[order])
+
+
 def search(
     query: Iterable[str],
     postings: Mapping[str, Mapping[str, int]],

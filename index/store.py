@@ -337,12 +337,13 @@ class Store:
         )
         return {row[0]: tuple(row) for row in rows}
 
-    def terms_of(self, ids: Iterable[str]) -> set[str]:
-        """Given entry ids, return every term their postings hold now."""
-        rows = self._query(
-            f"SELECT DISTINCT term FROM postings WHERE entry_id IN {IDS_IN}", (ids_json(ids),)
-        )
-        return {row[0] for row in rows}
+    def postings_of(self, ids: Iterable[str]) -> dict[str, dict[str, int]]:
+        """Given entry ids, return term -> {entry id: tf} over those entries only."""
+        sql = f"SELECT term, entry_id, tf FROM postings WHERE entry_id IN {IDS_IN}"
+        result: dict[str, dict[str, int]] = {}
+        for term, entry_id, tf in self._query(sql, (ids_json(ids),)):
+            result.setdefault(term, {})[entry_id] = tf
+        return result
 
     def _ensure_change_log(self) -> None:
         """Create the change log once per write connection (`store_write.create_change_log`)."""

@@ -557,3 +557,35 @@ def test_a_repeated_query_is_embedded_once_and_answers_the_same(indexed: Any) ->
     assert calls == ["physician appointment"]
     recaller.recall("money in cents")
     assert calls == ["physician appointment", "money in cents"]
+
+
+def test_an_edit_patches_the_cached_postings_of_its_terms_instead_of_dropping_them(
+    indexed: Any,
+) -> None:
+    """A common term's postings are costly to read again at 100,000 entries: after an edit
+    that keeps every entry id, the recaller patches the cached postings of the terms the
+    changed entries held or hold, and they equal what a fresh read builds."""
+    import numpy as np
+    from carryd.index.lexical import TermPostings
+
+    root = indexed(NOTES, model=False)
+    recaller = root.recaller
+    recaller.recall("money cents amounts")  # caches the three terms' postings
+    cached = recaller._term_postings  # noqa: SLF001
+    terms = [term for term in cached if term.startswith(("cent", "amount", "money"))]
+    assert terms
+    edited = NOTES["webshop/notes.md"].replace(
+        "Amounts are integers in cents everywhere.",
+        "Amounts are integers in cents, cents only, never floats.",
+    )
+    apply_step(root, {"webshop/notes.md": edited}, None)
+    snapshot, _, _, cached = recaller._current()  # noqa: SLF001 — the refresh, no query yet
+    for term in terms:
+        assert term in cached, term  # patched, not dropped
+        rebuilt = TermPostings.of(root.store.postings([term]).get(term, {}), snapshot.row_of)
+        assert np.array_equal(cached[term].rows, rebuilt.rows)
+        assert np.array_equal(cached[term].frequencies, rebuilt.frequencies)
+    answer = recaller.recall("money cents amounts")
+    assert answer == Recaller(root.settings, root.store, None, "no model").recall(
+        "money cents amounts"
+    )

@@ -231,3 +231,26 @@ def test_a_title_only_entry_does_not_outrank_the_paragraph_that_answers(
     """Pins the CMRC recall@1 fix (b=0.3): at b=0.75 the short title wins on length alone."""
     hits = run(query, TITLED)
     assert hits[0].id == answer
+
+
+def test_patched_postings_equal_a_fresh_build_after_an_edit() -> None:
+    import random
+
+    import numpy as np
+    from carryd.index.lexical import TermPostings, patched_postings
+
+    generator = random.Random(20261130)
+    for _ in range(200):
+        rows = sorted(generator.sample(range(60), generator.randint(0, 30)))
+        before = {f"e{row}": generator.randint(1, 5) for row in rows}
+        row_of = {f"e{row}": row for row in range(60)}
+        changed = sorted(generator.sample(range(60), generator.randint(0, 10)))
+        after = {k: v for k, v in before.items() if row_of[k] not in changed}
+        now = {row: generator.randint(1, 5) for row in changed if generator.random() < 0.5}
+        after.update({f"e{row}": tf for row, tf in now.items()})
+        patched = patched_postings(
+            TermPostings.of(before, row_of), np.asarray(changed, dtype=np.int64), now
+        )
+        rebuilt = TermPostings.of(after, row_of)
+        assert np.array_equal(patched.rows, rebuilt.rows)
+        assert np.array_equal(patched.frequencies, rebuilt.frequencies)
