@@ -57,6 +57,7 @@ from carryd.carry.segments import (
     CarryInputs,
     anchors_segment,
     ledger_floor,
+    ledger_parts,
     ledger_segment,
     memory_segment,
     memory_selection,
@@ -201,16 +202,17 @@ def build_carry(inputs: CarryInputs, budgets: CarryBudgets = CarryBudgets()) -> 
     memory, excluded = memory_selection(inputs, budgets.memory)
     rows, newest_first = plan_history_rows(inputs)
     history = plan_history_text(inputs)
+    parts = ledger_parts(inputs, ledger)
 
     segments = [
         PromptSegment("discipline", inputs.discipline, True, priority=0, budget_priority=0),
         PromptSegment("notice", notice, True, priority=1, budget_priority=0),
-        ledger_segment(inputs, ledger, budgets),
+        ledger_segment(inputs, parts, budgets),
         plan_segment(inputs, budgets),
         standing_segment(
             inputs,
             memory,
-            reserve=ledger_floor(inputs, ledger, tried_whole=budgets.dead_ends_before_rules),
+            reserve=ledger_floor(inputs, parts, tried_whole=budgets.dead_ends_before_rules),
             yields=budgets.dead_ends_before_rules,
         ),
         memory_segment(inputs, memory),

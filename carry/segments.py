@@ -90,22 +90,39 @@ def _fit(build: Callable[[int], str], room: int) -> str:
     return ""
 
 
-def ledger_segment(
-    inputs: CarryInputs, ledger: Ledger | None, budgets: CarryBudgets
-) -> PromptSegment:
-    """Given the parsed ledger, return its shrinkable segment ("" when it says nothing)."""
-    empty = PromptSegment("ledger", "", False, priority=2, budget_priority=3)
+@dataclass(frozen=True)
+class LedgerParts:
+    """What the ledger segment and its floor are built from, computed once per carry: the
+    redacted ledger (lines kept) and the index entries of the ledger file."""
+
+    redacted: Ledger
+    entries: tuple[EntrySpan, ...]
+
+
+def ledger_parts(inputs: CarryInputs, ledger: Ledger | None) -> LedgerParts | None:
+    """Given the inputs and the parsed ledger, return its parts (None without a ledger)."""
     if inputs.ledger_text is None or ledger is None:
+        return None
+    entries = _entry_spans(inputs.ledger_path, inputs.ledger_text, ledger.title_line or 1)
+    return LedgerParts(_redacted_ledger(ledger), entries)
+
+
+def ledger_segment(
+    inputs: CarryInputs, parts: LedgerParts | None, budgets: CarryBudgets
+) -> PromptSegment:
+    """Given the ledger's parts, return its shrinkable segment ("" when it says nothing)."""
+    empty = PromptSegment("ledger", "", False, priority=2, budget_priority=3)
+    if parts is None:
         return empty
-    if not any(section.items for section in ledger.sections):
+    if not any(section.items for section in parts.redacted.sections):
         return empty  # headings alone say nothing: no empty segment
     heading = redact(f"# Handoff ledger (`{inputs.ledger_path}`)")
-    redacted = _redacted_ledger(ledger)
     # A section with no items says nothing; its heading alone is not carried.
     redacted = dataclasses.replace(
-        redacted, sections=tuple(section for section in redacted.sections if section.items)
+        parts.redacted,
+        sections=tuple(section for section in parts.redacted.sections if section.items),
     )
-    entries = _entry_spans(inputs.ledger_path, inputs.ledger_text, ledger.title_line or 1)
+    entries = parts.entries
     whole = "\n\n".join(
         render_section(section, section.items, None) for section in redacted.sections
     )
@@ -130,18 +147,17 @@ def ledger_segment(
     )
 
 
-def ledger_floor(inputs: CarryInputs, ledger: Ledger | None, *, tried_whole: bool = False) -> int:
-    """Given the inputs and the parsed ledger, return what the ledger segment needs for its
-    dead-end floor (`truncate.floor_chars`, its pointers naming their ids) — and, with
-    `tried_whole`, room for its tried section in full — heading and separator included;
-    0 without a ledger."""
-    if ledger is None or inputs.ledger_text is None:
+def ledger_floor(
+    inputs: CarryInputs, parts: LedgerParts | None, *, tried_whole: bool = False
+) -> int:
+    """Given the ledger's parts, return what the ledger segment needs for its dead-end floor
+    (`truncate.floor_chars`, its pointers naming their ids) — and, with `tried_whole`, room
+    for its tried section in full — heading and separator included; 0 without a ledger."""
+    if parts is None:
         return 0
     heading = redact(f"# Handoff ledger (`{inputs.ledger_path}`)")
-    entries = _entry_spans(inputs.ledger_path, inputs.ledger_text, ledger.title_line or 1)
-    redacted = _redacted_ledger(ledger)
-    floor = floor_chars(redacted, path=inputs.ledger_path, entries=entries)
-    tried = redacted.section("tried")
+    floor = floor_chars(parts.redacted, path=inputs.ledger_path, entries=parts.entries)
+    tried = parts.redacted.section("tried")
     if tried_whole and tried is not None:
         floor += len(render_section(tried, tried.items, None))
     return len(heading) + 1 + floor + len(SEPARATOR)
