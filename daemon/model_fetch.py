@@ -108,13 +108,12 @@ class DownloadGuard:
         what = f"the default model {identity.name} is not downloaded yet"
         if hf_offline():
             return f"{what} and downloads are off (HF_HUB_OFFLINE is set). {FIX}"
-        remembered = self._remembered(identity)
+        remembered = self.remembered_failure(identity.name)
         if remembered is not None:
-            failed_at, reason = remembered
-            retry_at = failed_at + self.retry_minutes * 60
+            failed_at, retry_at, reason = remembered
             return (
-                f"{what}: its download failed at {_clock(failed_at)} ({reason}); carryd tries "
-                f"again after {_clock(retry_at)} (model.download_retry_minutes = "
+                f"{what}: its download failed at {local_clock(failed_at)} ({reason}); carryd tries "
+                f"again after {local_clock(retry_at)} (model.download_retry_minutes = "
                 f"{self.retry_minutes:g}; delete {self.marker} to try now). {FIX}"
             )
         host, port = self.probe or probe_target()
@@ -154,16 +153,13 @@ class DownloadGuard:
     def remembered_failure(self, model_name: str) -> tuple[float, float, str] | None:
         """Given a model's name, return when its last download failed, when carryd tries
         again and why — or None when no failure is remembered (or it is too old to count)."""
-        remembered = self._remembered_by_name(model_name)
+        remembered = self._remembered(model_name)
         if remembered is None:
             return None
         failed_at, reason = remembered
         return failed_at, failed_at + self.retry_minutes * 60, reason
 
-    def _remembered(self, identity: ModelIdentity) -> tuple[float, str] | None:
-        return self._remembered_by_name(identity.name)
-
-    def _remembered_by_name(self, name: str) -> tuple[float, str] | None:
+    def _remembered(self, name: str) -> tuple[float, str] | None:
         try:
             data = json.loads(self.marker.read_text(encoding="utf-8"))
             failed_at = float(data["failed_at"])
@@ -197,5 +193,6 @@ def guard_for(cache_dir: Path, model: Any) -> DownloadGuard:
     return DownloadGuard(cache_dir, retry_minutes=float(retry))
 
 
-def _clock(epoch: float) -> str:
+def local_clock(epoch: float) -> str:
+    """Given an epoch time, return it as a person reads it: local date, minutes, zone."""
     return datetime.fromtimestamp(epoch).astimezone().strftime("%Y-%m-%d %H:%M %Z")

@@ -17,7 +17,6 @@ to run about each problem (`carryd carry`, `carryd index`, start the daemon).
 from __future__ import annotations
 
 import contextlib
-import datetime
 import json
 import logging
 import time
@@ -29,7 +28,7 @@ from carryd.daemon.calibrating import stored_calibration
 from carryd.daemon.errors import ConfigError
 from carryd.daemon.layout import carry_report, list_workspaces
 from carryd.daemon.model import load_embedder_for, model_cache_dir, model_identity_text
-from carryd.daemon.model_fetch import guard_for
+from carryd.daemon.model_fetch import guard_for, local_clock
 from carryd.daemon.state import pid_alive, read_indexing, read_last_index, read_state
 
 if TYPE_CHECKING:
@@ -232,11 +231,7 @@ def download_failure(settings: Settings) -> dict[str, str] | None:
     if remembered is None:
         return None
     failed_at, retry_at, why = remembered
-    return {"at": _local_clock(failed_at), "retry_after": _local_clock(retry_at), "reason": why}
-
-
-def _local_clock(epoch: float) -> str:
-    return datetime.datetime.fromtimestamp(epoch).astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    return {"at": local_clock(failed_at), "retry_after": local_clock(retry_at), "reason": why}
 
 
 def _indexing_section(settings: Settings, now: float) -> dict[str, Any] | None:
