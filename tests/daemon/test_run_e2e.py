@@ -22,6 +22,8 @@ import pytest
 from carryd.daemon.config import Settings
 from carryd.daemon.control import request
 
+from tests.fault.helpers import wait_for
+
 pytestmark = pytest.mark.slow
 
 READY_TIMEOUT = 90.0
@@ -85,17 +87,6 @@ def status(root: Path) -> tuple[int, dict[str, Any]]:
     result = carryd(root, "status", "--json")
     assert result.returncode in (0, 1), result.stderr
     return result.returncode, json.loads(result.stdout)
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
 
 
 def indexed_paths(settings: Settings) -> set[str]:
