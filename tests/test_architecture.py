@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from carryd.daemon.cli import COMMANDS, build_parser
 
 REPO = Path(__file__).resolve().parent.parent

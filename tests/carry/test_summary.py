@@ -17,7 +17,8 @@ from hypothesis import strategies as st
             "下一个上下文重复了三次同一个死路。\n"
             "  - 证据：`logs/2026-09-07.md` 第 3 次接续复述不出 sqlite WAL 的坑。",
             True,  # short enough to stay whole, on one line
-            "- ❌ 方案 A：直接 `ledger.slice(0, 8000)` 位置截断 —— 失败。 原因：账本前半段是任务状态"
+            "- ❌ 方案 A：直接 `ledger.slice(0, 8000)` 位置截断 —— 失败。 原因："
+            "账本前半段是任务状态"
             "和目标，长账本时「已试方案」整段被截掉，下一个上下文重复了三次同一个死路。 证据："
             "`logs/2026-09-07.md` 第 3 次接续复述不出 sqlite WAL 的坑。",
         ),
@@ -44,14 +45,19 @@ def test_summaries(text: str, dead_end: bool, summary: str) -> None:
 
 
 def test_a_summary_keeps_the_items_date() -> None:
-    text = "- 09-09 下午：开始 P6，先写真实账本 fixture（中英混合，~40 条，已试方案段最长），" + "细节" * 80
+    text = (
+        "- 09-09 下午：开始 P6，先写真实账本 fixture（中英混合，~40 条，已试方案段最长），"
+        + "细节" * 80
+    )
     assert summary_line(text, dead_end=False).startswith("- 09-09 下午：开始 P6")
     dated = "- [2026-11-02] " + "a long clause without any break " * 8
     assert "2026-11-02" in summary_line(dated, dead_end=False)
 
 
 words = st.lists(
-    st.sampled_from(["retry", "the", "`code span`", "失败", "原因", ",", ";", ".", "，", "。", "x" * 30]),
+    st.sampled_from(
+        ["retry", "the", "`code span`", "失败", "原因", ",", ";", ".", "，", "。", "x" * 30]
+    ),
     max_size=60,
 ).map(" ".join)
 

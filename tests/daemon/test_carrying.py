@@ -429,7 +429,8 @@ def test_the_manifest_names_unrecognised_sections_and_the_flat_switch(
     assert manifest["reason"].startswith("too_few_sections")
     assert manifest["unrecognised_sections"] == ["Random thoughts"]
     ledger.write_text(
-        "## 目标\nship it\n\n## 决策\n- Kafka\n\n## 踩坑\n- ❌ Redis — lost acks\n", encoding="utf-8"
+        "## 目标\nship it\n\n## 决策\n- Kafka\n\n## 踩坑\n- ❌ Redis — lost acks\n",
+        encoding="utf-8",
     )
     result = write_carry(memory_root, "webshop")
     manifest = json.loads((memory_root.carry_dir / "webshop.json").read_text(encoding="utf-8"))

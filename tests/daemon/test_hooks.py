@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from carryd.daemon.cli import main
 from carryd.daemon.config import load_settings
 from carryd.daemon.hook_events import Wire, session_start_answer
 from carryd.daemon.host_claude_code import statusline_text, used_fraction
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 VENV_CARRYD = Path(sys.executable).absolute().parent / "carryd"
 SOURCES = ("startup", "resume", "clear", "compact")

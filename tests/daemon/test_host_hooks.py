@@ -14,7 +14,6 @@ from pathlib import Path, PurePath
 from typing import Any
 
 import pytest
-
 from carryd.daemon import host_claude_code, host_codex, host_gemini
 from carryd.daemon.cli import main
 from carryd.daemon.handoff_trigger import SessionMark, decide
@@ -606,7 +605,6 @@ def test_the_default_config_file_is_where_platformdirs_puts_it(
 ) -> None:
     """The hooks find the config without importing platformdirs; the place must not move."""
     import platformdirs
-
     from carryd.daemon.config import default_config_file
 
     if xdg is None:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from carryd.daemon.model_fetch import MARKER, DownloadGuard, probe_target, reachable
 from carryd.index.embed import DEFAULT_IDENTITY, FastEmbedder, ModelIdentity
 from carryd.index.errors import EmbedderUnavailable

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from carryd.index.store import Store
 from carryd.index.tokenize import terms
 

@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from carryd.daemon.config import IndexSettings
 from carryd.daemon.scan import (
     FileContent,

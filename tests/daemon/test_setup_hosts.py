@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from carryd.daemon.cli import main
 from carryd.daemon.setup_hosts import (
     HOST_HOOKS,

@@ -115,7 +115,9 @@ def test_entry_fields() -> None:
         l0="Release pitfalls — npm publish needs OTP. Also tag.",
         l0_source="heading",
         text_hash=hashlib.sha256(body.encode()).hexdigest(),
-        l0_hash=hashlib.sha256("Release pitfalls — npm publish needs OTP. Also tag.".encode()).hexdigest(),
+        l0_hash=hashlib.sha256(
+            "Release pitfalls — npm publish needs OTP. Also tag.".encode()
+        ).hexdigest(),
         slot="release:otp",
     )
     assert entry.id.startswith("mem_") and len(entry.id) == 36

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from carryd.index.errors import IndexUnavailable
 from carryd.index.store import SCHEMA_VERSION, Batch, Store, diagnose
 from carryd.index.sync import EntryRow, FileRecord

@@ -5,9 +5,6 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from carryd.index.entries import Entry
 from carryd.index.sync import (
     RACY_NS,
@@ -22,6 +19,8 @@ from carryd.index.sync import (
     row_for,
     stat_trusted,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 OLD = 10 * RACY_NS  # an mtime long before the record was made
 
