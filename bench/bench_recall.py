@@ -409,7 +409,7 @@ def refit(figures: dict[tuple[str, str], dict[str, Any]]) -> None:
                 for row in one["fit_rows"]
                 if row[0] == half
             ]
-            print(f"  {model} / {name}: ECE {label} {reliability(pairs)[1]:.3f}")
+            print(f"  {model} / {name}: ECE {label} (every fused hit) {reliability(pairs)[1]:.3f}")
 
 
 def choose_gate(figures: dict[tuple[str, str], dict[str, Any]]) -> float | None:
