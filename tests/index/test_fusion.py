@@ -281,7 +281,9 @@ def arms(draw: st.DrawFn) -> list[Arm]:
 
 @settings(max_examples=150, deadline=None)
 @given(arms(), st.floats(0, 1), st.dictionaries(_ids, st.floats(-8.0, 4.0)))
-def test_fusion_properties(given_arms: list[Arm], threshold: float, places: dict[str, float]) -> None:
+def test_fusion_properties(
+    given_arms: list[Arm], threshold: float, places: dict[str, float]
+) -> None:
     hits = fuse(given_arms, min_confidence=threshold, places=places)
     ids = {c.id for arm in given_arms for c in arm.candidates}
     assert sorted(hit.id for hit in hits) == sorted(ids)  # every candidate, once
