@@ -108,10 +108,10 @@ GATES = (0.01, 0.02, 0.03, 0.04, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
 GOLD_PASS_BAR = 0.65
 NEGATIVE_BAR = 0.05
 GATE_RULE = (
-    f"the highest swept gate at which, on the fitting half of every set with every model, at least"
-    f" {GOLD_PASS_BAR:.0%} of real queries have a gold entry passing; if there is none, the lowest"
-    f" swept gate at which no set and model injects more than {NEGATIVE_BAR:.0%} of its negative"
-    f" controls (abstaining, S15, comes before recall)"
+    f"among the swept gates at which no set and model injects more than {NEGATIVE_BAR:.0%} of its"
+    f" negative controls, the highest at which, on the fitting half of every set with every"
+    f" model, at least {GOLD_PASS_BAR:.0%} of real queries have a gold entry passing; if none"
+    f" of them keeps gold there, the lowest of them (abstaining, S15, comes before recall)"
 )
 
 
@@ -413,8 +413,8 @@ def refit(figures: dict[tuple[str, str], dict[str, Any]]) -> None:
 
 
 def choose_gate(figures: dict[tuple[str, str], dict[str, Any]]) -> float | None:
-    """Given every (model, set)'s figures, return the gate GATE_RULE picks (None: neither
-    bar can be met by any swept gate) and print its figures on both halves."""
+    """Given every (model, set)'s figures, return the gate GATE_RULE picks (None: no swept
+    gate keeps the negative controls out) and print its figures on both halves."""
 
     def passing(one: dict[str, Any], gate: float, half: int) -> float:
         return statistics.fmean(v >= gate for h, v in one["gold_by_half"] if h == half)
@@ -423,37 +423,32 @@ def choose_gate(figures: dict[tuple[str, str], dict[str, Any]]) -> float | None:
         return statistics.fmean(v >= gate for v in one["negative_best"])
 
     print(f"\n== inject gate: {GATE_RULE}")
-    meeting = [
+    # Both bars are the issue's; the negative controls' is the hard one (an inject on a question
+    # the root cannot answer puts noise in a carry), so gold is maximised only within it.
+    safe = [
         gate
         for gate in GATES
+        if all(injected(one, gate) <= NEGATIVE_BAR for one in figures.values())
+    ]
+    if not safe:
+        print(f"  no swept gate keeps negatives <= {NEGATIVE_BAR:.0%} everywhere")
+        return None
+    meeting = [
+        gate
+        for gate in safe
         if all(passing(one, gate, 0) >= GOLD_PASS_BAR for one in figures.values())
     ]
     if meeting:
         gate = max(meeting)
-        print(f"  gold bar met on every fitting half up to {gate:.2f}")
-    else:
-        best = {key: passing(one, GATES[0], 0) for key, one in figures.items()}
         print(
-            f"  no swept gate keeps gold passing >= {GOLD_PASS_BAR:.0%} on every fitting half"
-            f" (at {GATES[0]:.2f}: "
-            + ", ".join(
-                f"{model} / {name} {value:.1%} with {injected(figures[model, name], GATES[0]):.1%}"
-                " of negatives injected"
-                for (model, name), value in best.items()
-            )
-            + ")"
+            f"  negatives <= {NEGATIVE_BAR:.0%} from {min(safe):.2f}; gold bar met on every"
+            f" fitting half up to {gate:.2f}"
         )
-        safe = [
-            gate
-            for gate in GATES
-            if all(injected(one, gate) <= NEGATIVE_BAR for one in figures.values())
-        ]
-        if not safe:
-            print(f"  and no swept gate keeps negatives <= {NEGATIVE_BAR:.0%}")
-            return None
+    else:
         gate = min(safe)
         print(
-            f"  the lowest gate keeping negatives <= {NEGATIVE_BAR:.0%} everywhere: {gate:.2f}"
+            f"  the lowest gate keeping negatives <= {NEGATIVE_BAR:.0%} everywhere: {gate:.2f};"
+            f" no such gate keeps gold passing >= {GOLD_PASS_BAR:.0%} on every fitting half"
             " (the negative controls chose it: their figure below is a check that held, not an"
             " independent test)"
         )
@@ -462,13 +457,6 @@ def choose_gate(figures: dict[tuple[str, str], dict[str, Any]]) -> float | None:
             f"  {model} / {name} at {gate:.2f}: gold passing {passing(one, gate, 0):.1%} fitting"
             f" half, {passing(one, gate, 1):.1%} held-out half; negative controls injected"
             f" {injected(one, gate):.1%} (bar {NEGATIVE_BAR:.0%})"
-        )
-    broken = [key for key, one in figures.items() if injected(one, gate) > NEGATIVE_BAR]
-    if broken:
-        # Reported, not acted on: the rule stays as stated; the configured gate is a decision.
-        print(
-            f"  note: at {gate:.2f} the negative-control bar is broken for "
-            + ", ".join(f"{model} / {name}" for model, name in broken)
         )
     return gate
 
