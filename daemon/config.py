@@ -67,13 +67,15 @@ class ModelSettings:
 
 
 # Inject a hit when P(relevant) >= INJECT_GATE: recall's confidence is a calibrated probability of
-# relevance (carryd.index.lexical, carryd.index.fusion). Chosen once by a stated rule on the
-# fitting half of the development sets, reported on the held-out half (bench/bench_recall.py):
-# no gate keeps >= 65% of LoCoMo's gold entries passing on the fitting half (59-63% even at
-# 0.01, where 16-31% of the negative controls inject), so the rule falls back to the lowest round
-# gate at which no set and model injects more than 5% of its negative controls. A low number on
-# purpose: a conversation turn is rarely more likely the answer than not.
-INJECT_GATE = 0.05
+# relevance (carryd.index.lexical, carryd.index.fusion). Chosen on the fitting half of the
+# development sets by the rule stated in bench/bench_recall.py (GATE_RULE), reported on the
+# held-out half: among the round gates at which no set and model injects more than 5% of its
+# negative controls, the highest keeping >= 65% of gold entries passing everywhere, else the lowest
+# of them. With both test models no such gate keeps LoCoMo's gold at 65% on the fitting half
+# (0.02 would, but there 15.6% of the second model's LoCoMo negative controls inject), so the
+# negative controls set it. A low number on purpose: a conversation turn is rarely more likely the
+# answer than not.
+INJECT_GATE = 0.04
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,8 @@ def _evidence_json(evidence: ArmEvidence | None, arm: str) -> dict[str, Any] | N
     }
     if arm == "lexical":
         out["matched"] = list(evidence.matched)
+        out["share"] = round(evidence.share, 6)
+        out["saturation"] = round(evidence.saturation, 6)
     return out
 
 
@@ -49,6 +51,10 @@ def hit_json(hit: RecallHit) -> dict[str, Any]:
             "semantic": _evidence_json(hit.semantic, "semantic"),
         },
     }
+    if hit.place is not None:
+        # The semantic evidence the confidence read, also for a hit the semantic arm did not
+        # nominate (its cosine's place on the calibration ramp).
+        out["place"] = round(hit.place, 6)
     if hit.parent_of is not None:
         out["parent_of"] = hit.parent_of
     if hit.slot is not None:
@@ -76,6 +82,8 @@ def _evidence_of(data: object, arm: str) -> ArmEvidence | None:
         divisor=float(data["divisor"]),
         contribution=float(data["contribution"]),
         matched=tuple(data.get("matched") or ()),
+        share=float(data.get("share", 0.0)),
+        saturation=float(data.get("saturation", 0.0)),
     )
 
 
@@ -101,6 +109,7 @@ def answer_from_json(data: Mapping[str, Any]) -> RecallAnswer:
                 semantic=_evidence_of(arms.get("semantic"), "semantic"),
                 parent_of=item.get("parent_of"),
                 slot=item.get("slot"),
+                place=None if item.get("place") is None else float(item["place"]),
             )
         )
     return RecallAnswer(

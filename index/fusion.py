@@ -3,16 +3,40 @@ per-arm evidence behind it (one function, no separate trace that could drift).
 
 Two questions, answered separately (seed P3):
 
-**Decide** (inject or not) with absolute numbers only. Every arm gives each candidate a
-probability of relevance in [0, 1] that depends on the query and that entry alone (lexical: a
-logistic model of BM25 against its bound and the matched IDF, see `carryd.index.lexical`;
-semantic: the cosine's place in the tail of the corpus's unrelated-L0 cosines, through the
-`SemanticCalibration` measured on the corpus (`carryd.index.calibration`), which also decides
-what the semantic arm may nominate at all). A hit's confidence combines its arms by
-**noisy-OR**, ``1 - (1 - p_lexical)(1 - p_semantic)``: each arm alone can vouch for a hit
-(error codes vs. paraphrases) and both together make it likelier than either. The decision
-compares that with `min_confidence`. Nothing here is normalised over the candidate list, so a
-hit's confidence is the same whether the query returns 1 or 50 candidates.
+**Decide** (inject or not) with absolute numbers only. A hit's confidence is a probability of
+relevance in [0, 1]. For an entry holding a query term it is read from both arms' evidence by
+one logistic model, in log-odds:
+
+    confidence = σ(w0 + w_share·share + w_saturation·saturation + w_place·place)
+
+- `share`, `saturation`: the lexical evidence (the share of the query's IDF mass the entry holds,
+  and BM25 over its upper bound), see `carryd.index.lexical`;
+- `place`: the semantic evidence, the cosine between the query's vector and the entry's L0
+  read on the ramp of the corpus's unrelated-L0 cosines (`SemanticCalibration.place`, measured
+  on the corpus by `carryd.index.calibration`). **Every lexical candidate the model reads gets
+  one**, not only those the semantic arm nominated: a lexical candidate whose cosine is far
+  below the floor is evidence against it, one just under the floor evidence for it.
+
+Without a place (no model, a model that cannot read the query or the entry) the confidence is
+the lexical arm's own (`carryd.index.lexical.confidence`, fitted on the same rows without the
+place). A nominee of the semantic arm that holds no query term gets the semantic arm's own
+vote, ``σ(SEMANTIC_WEIGHTS · (1, place))``: the data the combined model is fitted on has almost
+no such entries (see `SEMANTIC_WEIGHTS`). An arm's `ArmEvidence.confidence` is what that arm
+alone says; the hit's `place` is the semantic evidence its confidence read.
+
+So the confidence depends on the query (its terms' IDF, its vector), on the entry (its terms,
+their frequencies, its length, its L0 vector) and on corpus-wide statistics (IDF, the average
+length, the calibration's quantiles) — never on the other candidates, the scope, the limit or
+the ranks, so a hit's confidence is the same whether the query returns 1 or 50 candidates.
+
+Why log-odds and one model, not a noisy-OR of two per-arm probabilities: the arms are not
+independent (a turn sharing a question's words usually shares its meaning), and a noisy-OR can
+only raise a hit, so a semantic arm that finds a lexical hit unrelated could not lower it. On
+LoCoMo the noisy-OR (with the lexical arm's matched IDF mass, see `carryd.index.lexical`) kept
+gold passing at 54–56% held out at the lowest gate keeping the negative controls out; the
+combined model raised it (`bench/bench_recall.py`, figures in the closing note). One wrinkle,
+known: an entry whose only lexical match is a common word is judged by the combined model,
+which may rate it below the vote the same cosine earns an entry matching nothing.
 
 **Rank** in rank space only: ``score(d) = Σ_arms 1 / (k + rank_arm(d) / divisor_arm)``
 with k = 60 and 1-based ranks; an arm's priority is its divisor (2 low, 4 medium, 8 high),
@@ -57,7 +81,9 @@ __all__ = [
     "Neighbour",
     "SemanticCalibration",
     "CalibrationSource",
+    "COMBINED_WEIGHTS",
     "SEMANTIC_WEIGHTS",
+    "combined_confidence",
     "CJK_SHARE_UNREADABLE",
     "fuse",
 ]
@@ -93,12 +119,19 @@ _LEVEL_ORDER: Mapping[ParentLevel, int] = {"topic": 0, "file": 1, "workspace": 2
 
 # --- semantic calibration -----------------------------------------------------------------
 
-# P(relevant | t) = σ(w0 + w1·t), t the cosine's place on the ramp: fitted together with the
-# lexical weights (`carryd.index.lexical.CONFIDENCE_WEIGHTS`) so that the noisy-OR of the arms is
-# calibrated (`bench/bench_recall.py --fit`: the top-10 fused hits of the fitting half of both
-# development sets, the test MiniLM). Model-free because t is: with the second test model
-# (paraphrase-MiniLM-L3, never fitted on) the held-out ECE on LoCoMo is .03. A lone semantic vote
-# is a hint, not an answer (σ(w0) ≈ 0.13 at the ramp's start, ≈ 0.2 at t = 2.5): in conversation
+# P(relevant | evidence) = σ(w0 + w_share·share + w_saturation·saturation + w_place·place) for an
+# entry holding a query term: fitted by maximum likelihood on the fitting half of both development
+# sets with the test MiniLM (`bench/bench_recall.py --fit`; every fused hit holding a query term
+# whose L0 the model reads). Model-free because the place is: the second test model
+# (paraphrase-MiniLM-L3) was never fitted on.
+COMBINED_WEIGHTS = (-4.088, 4.057, 1.057, 0.885)
+# P(relevant | place) = σ(w0 + w1·place) for a nominee holding no query term: the semantic arm's
+# own vote (σ(w0) ≈ 0.13 at the ramp's start, ≈ 0.2 at place 2.5; fitted with the earlier
+# noisy-OR, when semantic nominees were the only semantic evidence). The combined model cannot
+# be read there: the development sets hold almost no such candidates (7 of about 24,000 LoCoMo
+# candidates; a question names a speaker, and every turn does), while in a root of notes on
+# unrelated subjects a paraphrase sharing no word with its note is the semantic arm's reason to
+# exist (tests/daemon/test_calibrating.py). A lone vote is a hint, not an answer: in conversation
 # memory many turns resemble a question and one of them is the answer.
 SEMANTIC_WEIGHTS = (-1.943, 0.251)
 
@@ -109,10 +142,11 @@ class SemanticCalibration:
 
     Every model has its own cosine range (all-MiniLM spreads unrelated text over 0.0–0.6, E5
     squeezes everything into 0.7–0.9), so a cosine is read by its place on the model's ramp,
-    ``t = (cosine - ramp_from) / (ceiling - ramp_from)`` (0 where 4% of unrelated L0 pairs lie
-    above, 1 where 0.5% do, for a measured calibration), and the probability of relevance is
-    ``σ(SEMANTIC_WEIGHTS[0] + SEMANTIC_WEIGHTS[1] · t)`` with model-free weights. The semantic
-    arm nominates only entries above `floor`, so a near-random cosine never enters the fusion.
+    ``place = (cosine - ramp_from) / (ceiling - ramp_from)`` (0 where 4% of unrelated L0 pairs
+    lie above, 1 where 0.5% do, for a measured calibration), which the combined model reads with
+    model-free weights (`COMBINED_WEIGHTS`; `SEMANTIC_WEIGHTS` for a nominee alone). The
+    semantic arm nominates only entries above `floor`, so a near-random cosine never enters
+    the ranking; it still counts, as evidence, for a candidate the lexical arm found.
 
     `carryd.index.calibration.calibrate` measures the three cosines on the user's own corpus
     (quantiles of the cosines between unrelated L0s), or on carryd's reference notes when the
@@ -132,12 +166,18 @@ class SemanticCalibration:
     ramp_from: float | None = None
     source: CalibrationSource = "prior"
 
-    def confidence(self, cosine: float) -> float:
-        """Given a cosine similarity, return the probability of relevance in [0, 1]."""
+    def place(self, cosine: float) -> float:
+        """Given a cosine similarity, return its place on this model's ramp (0 at its start,
+        1 at its ceiling; below 0 and above 1 outside it)."""
         start = self.floor if self.ramp_from is None else self.ramp_from
         span = max(self.ceiling - start, 1e-6)
+        return (cosine - start) / span
+
+    def confidence(self, cosine: float) -> float:
+        """Given a cosine similarity, return the semantic arm's own probability of relevance
+        (what a nominee holding no query term gets: `SEMANTIC_WEIGHTS`)."""
         intercept, slope = SEMANTIC_WEIGHTS
-        logit = intercept + slope * (cosine - start) / span
+        logit = intercept + slope * self.place(cosine)
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
 
     def reads(self, text: str) -> bool:
@@ -158,8 +198,10 @@ class ArmCandidate:
     id: str
     rank: int
     raw: float  # BM25 for the lexical arm, cosine for the semantic arm
-    confidence: float
+    confidence: float  # what this arm alone says
     matched: tuple[str, ...] = ()  # lexical: the query terms the entry contains
+    share: float = 0.0  # lexical: the share of the query's IDF mass the entry holds
+    saturation: float = 0.0  # lexical: BM25 over its upper bound
 
 
 @dataclass(frozen=True)
@@ -181,6 +223,8 @@ class ArmEvidence:
     divisor: float
     contribution: float  # 1 / (k + rank / divisor)
     matched: tuple[str, ...] = ()
+    share: float = 0.0
+    saturation: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -204,15 +248,28 @@ class FusedHit:
     lexical: ArmEvidence | None
     semantic: ArmEvidence | None
     parent_of: str | None = None  # the direct candidate a propagated hit came from
+    place: float | None = None  # the semantic evidence confidence read (None: none)
 
 
-def _noisy_or(confidences: Sequence[float]) -> float:
-    """Given each arm's probability of relevance, return the probability that at least one arm
-    is right about the hit (an arm alone gives its own confidence exactly)."""
-    combined = 0.0
-    for value in sorted(confidences):  # sorted: the same float whatever the arms' order
-        combined += value - combined * value  # 1 - (1 - combined)(1 - value), exact for one arm
-    return combined
+def combined_confidence(share: float, saturation: float, place: float) -> float:
+    """Given a hit's lexical evidence (0, 0 when it holds no query term) and its cosine's place
+    on the semantic ramp, return its probability of relevance (`COMBINED_WEIGHTS`)."""
+    intercept, w_share, w_saturation, w_place = COMBINED_WEIGHTS
+    logit = intercept + w_share * share + w_saturation * saturation + w_place * place
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
+
+
+def _confidence(
+    lexical: ArmEvidence | None, semantic: ArmEvidence | None, place: float | None
+) -> float:
+    """Given a hit's per-arm evidence and the place of its cosine (None: the model has none for
+    it), return its confidence: the combined model for an entry holding a query term that the
+    model reads, else what its one arm says."""
+    if lexical is not None:
+        if place is None:
+            return lexical.confidence
+        return combined_confidence(lexical.share, lexical.saturation, place)
+    return semantic.confidence if semantic is not None else 0.0
 
 
 def _decision(confidence: float, min_confidence: float) -> Decision:
@@ -236,9 +293,14 @@ def fuse(
     k: float = RRF_K,
     limit: int | None = None,
     neighbours: Mapping[str, Sequence[Neighbour]] | None = None,
+    places: Mapping[str, float] | None = None,
 ) -> tuple[FusedHit, ...]:
     """Given the arms' candidates, return every candidate ranked (best first, ties by id),
     each with its absolute confidence, decision and per-arm evidence.
+
+    `places` holds the semantic evidence of every candidate the model reads (id → the cosine's
+    place on the calibration's ramp), whether the semantic arm nominated it or not; a candidate
+    without one is judged on its lexical evidence alone.
 
     `neighbours` (direct candidate id → its neighbours) turns parent propagation on; it is
     used only when there are fewer than `PROPAGATION_MIN_CANDIDATES` direct candidates.
@@ -256,13 +318,16 @@ def fuse(
                 divisor=divisor,
                 contribution=contribution,
                 matched=candidate.matched,
+                share=candidate.share,
+                saturation=candidate.saturation,
             )
     mode: RankMode = "raw" if len(evidence) < MIN_FUSION_CANDIDATES else "rrf"
     hits: list[FusedHit] = []
     for entry_id, by_arm in evidence.items():
         lexical = by_arm.get("lexical")
         semantic = by_arm.get("semantic")
-        confidence = _noisy_or([item.confidence for item in by_arm.values()])
+        place = places.get(entry_id) if places is not None else None
+        confidence = _confidence(lexical, semantic, place)
         score = sum(item.contribution for item in by_arm.values()) if mode == "rrf" else confidence
         hits.append(
             FusedHit(
@@ -274,6 +339,7 @@ def fuse(
                 rank_mode=mode,
                 lexical=lexical,
                 semantic=semantic,
+                place=place,
             )
         )
     if mode == "rrf":

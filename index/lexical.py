@@ -20,25 +20,32 @@ or conversation, flat between b=0.2 and 0.5 (bench/bench_recall.py).
 depend on which other candidates came back, so it is computed from this entry, the query and
 corpus-wide statistics only — never normalised over the result list::
 
+    share      = Σ_{t ∈ q ∩ d} idf(t) / Σ_{t ∈ q} idf(t)       the share of the query's IDF mass
+                 the entry holds (how much of what the question is *about* the entry mentions)
     saturation = BM25(q, d) / (Σ_{t ∈ q} idf(t) · (k1 + 1))   BM25 against its upper bound: the
-                 (tf- and length-damped) share of the query's information the entry holds
-    evidence   = ln(1 + Σ_{t ∈ q ∩ d} idf(t) / idf_max)      how many "unique-term equivalents"
-                 matched (idf_max = idf(1, N), so the feature means the same in a root of 50
-                 entries and of 50,000)
-    confidence = σ(w0 + w1·saturation + w2·evidence)         (logistic; both weights positive, so
+                 same share, damped by term frequency and length
+    confidence = σ(w0 + w1·share + w2·saturation)           (logistic; both weights positive, so
                                                                more evidence never lowers it)
 
 Query terms the root has never seen keep their full IDF in the denominator, so a query about
-something absent scores low. The weights (`CONFIDENCE_WEIGHTS`) are fitted together with the
-semantic arm's (`carryd.index.fusion.SEMANTIC_WEIGHTS`) so that the combined confidence (noisy-OR
-of the arms) is the probability, by maximum likelihood on the fitting half of both development
-sets (LoCoMo split by conversation, CMRC by article; the top-10 fused hits of each real query,
-relevant = overlaps a gold entry; `bench/bench_recall.py --fit`, the test MiniLM) and reported on
-the held-out half: expected calibration error .02 on LoCoMo and CMRC (.03 on LoCoMo with the
-second test model, never fitted on), where the earlier coverage ramp (1.00 for every LoCoMo top-3
-hit, of which one in five was relevant) had .37 and .20. A probability is honest about LoCoMo's
-one-gold-turn labels: few conversation turns are more likely the answer than not, so the inject
-gate is a low probability (`recall.min_confidence`, see `carryd.daemon.config`).
+something absent scores low: that is what keeps a negative control ("When did Caroline get her
+pilot's license?" in a root that never mentions pilots) below the gate while a question whose
+words the entry holds passes. Both features are shares, not amounts: the earlier third feature,
+the matched IDF mass itself, rose with every common word a long question shares with a turn, and
+on LoCoMo it ranked the negative controls' best hits above half of the gold entries.
+
+This is the lexical arm's probability alone — what recall uses when there is no semantic evidence
+for the entry (no model, a model that cannot read the query or the entry). When there is, the
+two arms' evidence is combined in log-odds by one fitted model (`carryd.index.fusion`), not by
+multiplying two probabilities: the arms are not independent (a turn that shares the question's
+words usually shares its meaning too).
+
+The weights (`CONFIDENCE_WEIGHTS`) are fitted by maximum likelihood on the fitting half of both
+development sets (LoCoMo split by conversation, CMRC by article; every fused hit of each real
+query, relevant = overlaps a gold entry; `bench/bench_recall.py --fit`, the test MiniLM) and
+reported on the held-out half. A probability is honest about LoCoMo's one-gold-turn labels: few
+conversation turns are more likely the answer than not, so the inject gate is a low probability
+(`recall.min_confidence`, see `carryd.daemon.config`).
 """
 
 from __future__ import annotations
@@ -69,8 +76,8 @@ __all__ = [
 
 K1 = 1.2
 B = 0.3  # length normalisation: see the module docstring
-# P(relevant | lexical evidence) = σ(w0 + w1·saturation + w2·evidence): see the module docstring.
-CONFIDENCE_WEIGHTS = (-8.669, 18.13, 1.661)
+# P(relevant | lexical evidence) = σ(w0 + w1·share + w2·saturation): see the module docstring.
+CONFIDENCE_WEIGHTS = (-6.498, 5.614, 6.697)
 
 
 @dataclass(frozen=True)
@@ -88,8 +95,10 @@ class LexicalHit:
     id: str
     rank: int  # 1-based, in this arm
     bm25: float
-    confidence: float  # absolute probability of relevance, in [0, 1]
+    confidence: float  # absolute probability of relevance from this arm alone, in [0, 1]
     matched: tuple[str, ...]  # query terms the entry contains, in query order
+    share: float = 0.0  # the share of the query's IDF mass the entry holds
+    saturation: float = 0.0  # BM25 over its upper bound for the query
 
 
 def query_terms(query: str) -> tuple[str, ...]:
@@ -102,14 +111,13 @@ def idf(document_frequency: int, doc_count: int) -> float:
     return math.log(1.0 + (doc_count - document_frequency + 0.5) / (document_frequency + 0.5))
 
 
-def confidence(matched_weight: float, saturation: float, doc_count: int) -> float:
-    """Given the IDF mass of the query terms an entry holds, its BM25 over the query's upper
-    bound and the corpus size, return the probability that the entry is relevant."""
-    if matched_weight <= 0.0:
+def confidence(share: float, saturation: float) -> float:
+    """Given the share of the query's IDF mass an entry holds and its BM25 over the query's
+    upper bound, return the probability that the entry is relevant (lexical evidence alone)."""
+    if share <= 0.0:
         return 0.0
-    intercept, w_saturation, w_evidence = CONFIDENCE_WEIGHTS
-    evidence = math.log1p(matched_weight / idf(1, max(doc_count, 1)))
-    logit = intercept + w_saturation * saturation + w_evidence * evidence
+    intercept, w_share, w_saturation = CONFIDENCE_WEIGHTS
+    logit = intercept + w_share * share + w_saturation * saturation
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
 
 
@@ -257,15 +265,17 @@ def search_rows(
     upper_bound = total_weight * (k1 + 1.0)
     hits = []
     for position, row in enumerate(order.tolist()):
+        share = float(covered[row]) / total_weight
+        saturation = float(scores[row]) / upper_bound
         hits.append(
             LexicalHit(
                 id=ids[row],
                 rank=position + 1,
                 bm25=float(scores[row]),
-                confidence=confidence(
-                    float(covered[row]), float(scores[row]) / upper_bound, doc_count
-                ),
+                confidence=confidence(share, saturation),
                 matched=tuple(term for term, found in matched_by_term.items() if found[position]),
+                share=share,
+                saturation=saturation,
             )
         )
     return tuple(hits)

@@ -8,7 +8,10 @@
    rows a low-dimensional sketch cannot rule out are scored, `snapshot_sketch`; an ANN index
    would replace this one function) — top `candidates_per_arm` among those above the model's
    calibrated floor;
-3. fuses them in rank space and decides per hit from absolute confidences (`fuse`).
+3. reads the cosine of **every** candidate the model reads on the calibration's ramp (the
+   semantic arm's nominees and the lexical arm's candidates below the floor alike: `_places`),
+   the semantic evidence each hit's confidence combines with its lexical evidence;
+4. fuses them in rank space and decides per hit from absolute confidences (`fuse`).
 
 The shell (`carryd.daemon.recalling`) reads the store, embeds the query (or passes None: no
 model, or a model that cannot read the query), redacts and serialises; nothing here does IO.
@@ -94,6 +97,7 @@ class RecallHit:
     semantic: ArmEvidence | None = None
     parent_of: str | None = None
     slot: str | None = None
+    place: float | None = None  # the semantic evidence confidence read (`FusedHit.place`)
 
 
 @dataclass(frozen=True)
@@ -128,11 +132,17 @@ def recall(
     # A callable is asked only now: the shell embeds the query while the lexical arm runs.
     vector = query_vector() if callable(query_vector) else query_vector
     semantic, problem = _semantic_arm(vector, snapshot, scope, options, per_arm)
-    if semantic is not None:
+    places = None
+    if semantic is not None and vector is not None and options.calibration is not None:
         arms.append(semantic)
+        places = _places(vector, snapshot, scope, options.calibration, arms)
     neighbours = _neighbours(snapshot, scope.allowed, arms) if options.parent_propagation else None
     fused = fuse(
-        arms, min_confidence=options.min_confidence, k=options.rrf_k, neighbours=neighbours
+        arms,
+        min_confidence=options.min_confidence,
+        k=options.rrf_k,
+        neighbours=neighbours,
+        places=places,
     )
     chosen = [hit for hit in fused if hit.decision == "inject"][: options.limit]
     hits = tuple(_hit(hit, snapshot.rows[hit.id]) for hit in chosen)
@@ -220,7 +230,10 @@ def _lexical_arm(
         "lexical",
         options.lexical_divisor,
         tuple(
-            ArmCandidate(hit.id, hit.rank, hit.bm25, hit.confidence, hit.matched) for hit in hits
+            ArmCandidate(
+                hit.id, hit.rank, hit.bm25, hit.confidence, hit.matched, hit.share, hit.saturation
+            )
+            for hit in hits
         ),
     )
 
@@ -258,6 +271,38 @@ def _semantic_arm(
         ),
         None,
     )
+
+
+def _places(
+    vector: np.ndarray,
+    snapshot: Snapshot,
+    scope: Scope,
+    calibration: SemanticCalibration,
+    arms: Sequence[Arm],
+) -> dict[str, float]:
+    """Given the query vector and the arms' candidates, return id → the place of its cosine on
+    the calibration's ramp for every candidate the model reads (a live, in-scope vector of an
+    L0 the model reads: `scope.vector_mask`), nominated by the semantic arm or not."""
+    import numpy as np
+
+    places: dict[str, float] = {}
+    missing: list[tuple[str, int]] = []
+    for arm in arms:
+        for candidate in arm.candidates:
+            if arm.name == "semantic":
+                places[candidate.id] = calibration.place(candidate.raw)
+                continue
+            position = snapshot.vector_of.get(candidate.id)
+            if position is not None and (scope.vector_mask is None or scope.vector_mask[position]):
+                missing.append((candidate.id, position))
+    missing = [(entry_id, position) for entry_id, position in missing if entry_id not in places]
+    if missing and snapshot.matrix is not None:
+        rows = np.fromiter((position for _, position in missing), np.int64, count=len(missing))
+        # The same float32 dot product, row by row, as `nearest` scores the nominees with.
+        cosines = np.einsum("ij,j->i", snapshot.matrix[rows], vector)
+        for (entry_id, _), cosine in zip(missing, cosines.tolist(), strict=True):
+            places[entry_id] = calibration.place(float(cosine))
+    return places
 
 
 def _neighbours(
@@ -300,4 +345,5 @@ def _hit(hit: FusedHit, row: EntryRow) -> RecallHit:
         semantic=hit.semantic,
         parent_of=hit.parent_of,
         slot=row.slot,
+        place=hit.place,
     )

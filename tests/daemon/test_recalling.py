@@ -247,10 +247,14 @@ def test_the_answer_has_exactly_the_contract_keys(indexed: Any) -> None:
     hit = answer["hits"][0]
     assert set(hit) == {
         "id", "workspace", "path", "line_start", "line_end", "l0", "l0_source", "score",
-        "confidence", "decision", "match_reason", "arms",
+        "confidence", "decision", "match_reason", "arms", "place",
     }  # fmt: skip
     assert set(hit["arms"]) == {"lexical", "semantic"}
     assert hit["arms"]["lexical"]["matched"] == ["err_conn_reset", "err", "conn", "reset"]
+    # The evidence the confidence read: the lexical shares and the cosine's place (any hit the
+    # model reads has one, nominated by the semantic arm or not).
+    assert {"share", "saturation"} <= set(hit["arms"]["lexical"])
+    assert isinstance(hit["place"], float)
     json.dumps(answer)  # serialisable as is
 
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from carryd.index.fusion import (
+    SEMANTIC_WEIGHTS,
     Arm,
     ArmCandidate,
     Neighbour,
     SemanticCalibration,
+    combined_confidence,
     fuse,
 )
 from hypothesis import given, settings
@@ -57,30 +61,68 @@ def test_rrf_score_is_the_rank_space_sum_with_divisors() -> None:
     assert by_id["d"].match_reason == "semantic" and by_id["d"].lexical is None
 
 
+def evidenced(entry_id: str, share: float, saturation: float, confidence: float) -> Arm:
+    """Given one lexical candidate's evidence, return a lexical arm holding it."""
+    return Arm(
+        "lexical",
+        4.0,
+        (ArmCandidate(entry_id, 1, 3.0, confidence, ("term",), share, saturation),),
+    )
+
+
 @pytest.mark.parametrize(
-    ("confidences", "threshold", "expected"),
+    ("arms", "places", "expected"),
     [
-        ((0.9, None), 0.5, ("inject", 0.9)),
-        ((0.2, 0.7), 0.5, ("inject", 0.76)),  # one sure arm is enough; the other adds to it
-        ((0.2, 0.3), 0.5, ("below_threshold", 0.44)),  # 1 - 0.8 * 0.7
-        ((0.3, 0.3), 0.5, ("inject", 0.51)),  # two weak, independent votes
-        ((None, 0.5), 0.5, ("inject", 0.5)),  # the threshold itself passes
-        ((0.0, None), 0.0, ("inject", 0.0)),  # 0 injects every candidate
+        # No semantic evidence: the lexical arm's own probability.
+        ([evidenced("x", 0.5, 0.2, 0.3)], None, 0.3),
+        # A lexical candidate the semantic arm did not nominate still has a cosine: the combined
+        # model reads both (far below the floor: evidence against; near it: evidence for).
+        ([evidenced("x", 0.5, 0.2, 0.3)], {"x": -4.0}, combined_confidence(0.5, 0.2, -4.0)),
+        ([evidenced("x", 0.5, 0.2, 0.3)], {"x": 0.4}, combined_confidence(0.5, 0.2, 0.4)),
+        # Nominated by both arms: the same model, the arms' own votes play no part.
+        (
+            [evidenced("x", 0.5, 0.2, 0.3), semantic(("x", 0.7, 0.2))],
+            {"x": 1.5},
+            combined_confidence(0.5, 0.2, 1.5),
+        ),
+        # A nominee holding no query term: the semantic arm's own vote.
+        ([semantic(("x", 0.7, 0.2))], {"x": 1.5}, 0.2),
     ],
 )
-def test_decision_is_noisy_or_confidence_against_threshold(
-    confidences: tuple[float | None, float | None],
-    threshold: float,
-    expected: tuple[str, float],
+def test_confidence_is_one_log_odds_model_of_both_arms_evidence(
+    arms: list[Arm], places: dict[str, float] | None, expected: float
 ) -> None:
-    lexical_conf, semantic_conf = confidences
-    arms = [
-        *([lexical(("x", 1.0, lexical_conf))] if lexical_conf is not None else []),
-        *([semantic(("x", 0.5, semantic_conf))] if semantic_conf is not None else []),
-    ]
-    (hit,) = fuse(arms, min_confidence=threshold)
-    assert hit.decision == expected[0]
-    assert hit.confidence == pytest.approx(expected[1])
+    (hit,) = fuse(arms, min_confidence=0.05, places=places)
+    assert hit.confidence == pytest.approx(expected)
+    assert hit.decision == ("inject" if expected >= 0.05 else "below_threshold")
+    assert hit.place == (places or {}).get("x")
+
+
+def test_a_cosine_far_below_the_floor_lowers_a_lexical_hit() -> None:
+    # Not a noisy-OR: the semantic evidence can speak against a hit, not only for it.
+    arm = evidenced("x", 0.6, 0.3, 0.2)
+    (unrelated,) = fuse([arm], min_confidence=0.05, places={"x": -5.0})
+    (related,) = fuse([arm], min_confidence=0.05, places={"x": 1.0})
+    assert unrelated.confidence < arm.candidates[0].confidence < related.confidence
+    assert unrelated.decision == "below_threshold" and related.decision == "inject"
+    assert unrelated.lexical is not None and unrelated.lexical.share == 0.6
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.floats(0.0, 1.0),
+    st.floats(0.0, 1.0),
+    st.floats(-10.0, 5.0),
+    st.floats(0.001, 1.0),
+)
+def test_the_combined_confidence_is_a_probability_rising_with_each_kind_of_evidence(
+    share: float, saturation: float, place: float, extra: float
+) -> None:
+    value = combined_confidence(share, saturation, place)
+    assert 0.0 <= value <= 1.0
+    assert combined_confidence(min(1.0, share + extra), saturation, place) >= value
+    assert combined_confidence(share, min(1.0, saturation + extra), place) >= value
+    assert combined_confidence(share, saturation, place + extra) >= value
 
 
 def test_confidence_does_not_depend_on_the_other_candidates() -> None:
@@ -184,6 +226,14 @@ def test_the_ramp_starts_at_the_floor_by_default() -> None:
     # place on their ramp (the weights are model-free).
     squeezed = SemanticCalibration(name="e", floor=0.82, ceiling=0.86, multilingual=True)
     assert default.confidence(0.6) == pytest.approx(squeezed.confidence(0.84))
+    assert default.place(0.6) == pytest.approx(squeezed.place(0.84)) == pytest.approx(0.5)
+
+
+def test_a_nominees_vote_is_the_semantic_weights_read_at_its_place() -> None:
+    calibration = SemanticCalibration(name="x", floor=0.4, ceiling=0.8, multilingual=True)
+    intercept, slope = SEMANTIC_WEIGHTS
+    expected = 1.0 / (1.0 + math.exp(-(intercept + slope * calibration.place(0.7))))
+    assert calibration.confidence(0.7) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(
@@ -230,19 +280,27 @@ def arms(draw: st.DrawFn) -> list[Arm]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(arms(), st.floats(0, 1))
-def test_fusion_properties(given_arms: list[Arm], threshold: float) -> None:
-    hits = fuse(given_arms, min_confidence=threshold)
+@given(arms(), st.floats(0, 1), st.dictionaries(_ids, st.floats(-8.0, 4.0)))
+def test_fusion_properties(
+    given_arms: list[Arm], threshold: float, places: dict[str, float]
+) -> None:
+    hits = fuse(given_arms, min_confidence=threshold, places=places)
     ids = {c.id for arm in given_arms for c in arm.candidates}
     assert sorted(hit.id for hit in hits) == sorted(ids)  # every candidate, once
-    assert fuse(list(reversed(given_arms)), min_confidence=threshold) == hits  # arm order moot
+    # arm order moot
+    assert fuse(list(reversed(given_arms)), min_confidence=threshold, places=places) == hits
     for hit in hits:
-        arm_confidences = [e.confidence for e in (hit.lexical, hit.semantic) if e is not None]
-        doubt = 1.0
-        for value in arm_confidences:
-            doubt *= 1.0 - value
-        assert hit.confidence == pytest.approx(1.0 - doubt)
-        assert hit.confidence >= max(arm_confidences)
+        if hit.lexical is not None and hit.id in places:
+            expected = combined_confidence(
+                hit.lexical.share, hit.lexical.saturation, places[hit.id]
+            )
+        elif hit.lexical is not None:
+            expected = hit.lexical.confidence
+        else:
+            assert hit.semantic is not None
+            expected = hit.semantic.confidence
+        assert hit.confidence == pytest.approx(expected)
+        assert hit.place == places.get(hit.id)
         assert hit.decision == ("inject" if hit.confidence >= threshold else "below_threshold")
     if len(hits) >= 3:
         keys = [(-hit.score, hit.id) for hit in hits]

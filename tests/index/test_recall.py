@@ -151,6 +151,26 @@ def test_recall_returns_typed_hits_that_carry_the_slot_and_stay_in_scope() -> No
     assert {hit.id for hit in everywhere.hits} == {"mem_a", "mem_c"}
 
 
+def test_every_lexical_candidate_the_model_reads_is_judged_with_its_cosine() -> None:
+    # "cents redis" holds a word of mem_a and of mem_c alike; the query vector is mem_a's
+    # meaning, far from mem_c's. Neither cosine needs to clear the semantic arm's floor for the
+    # confidence to read it: mem_c's lexical match is discounted by its unrelated cosine.
+    snapshot = snapshot_of(ROWS, VECTORS)
+    postings = {"cent": {"mem_a": 1}, "redis": {"mem_c": 1}}
+    query = terms_for(snapshot, "cents redis", postings)
+    vector = unit(1, 0, 0.2, 0)  # cosine 0.98 with mem_a, 0.20 with mem_c (floor 0.60)
+    answer = recall(snapshot, query, vector, scope_of(snapshot, None), options())
+    by_id = {hit.id: hit for hit in answer.hits}
+    lexical_only = recall(snapshot, query, None, scope_of(snapshot, None), options())
+    alone = {hit.id: hit for hit in lexical_only.hits}
+    assert by_id["mem_c"].semantic is None  # not nominated ...
+    assert by_id["mem_c"].place == pytest.approx(MINILM.place(float(VECTORS["mem_c"] @ vector)))
+    # ... and yet read: the same lexical evidence, a lower confidence than without a model.
+    assert by_id["mem_c"].confidence < alone["mem_c"].confidence
+    assert by_id["mem_a"].confidence > alone["mem_a"].confidence
+    assert alone["mem_c"].place is None
+
+
 def test_the_semantic_arm_uses_the_query_vector_and_says_when_it_cannot() -> None:
     snapshot = snapshot_of(ROWS, VECTORS)
     query = terms_for(snapshot, "scripts language", {})
