@@ -244,16 +244,22 @@ class Recaller:
     def _terms(
         self, query: str, snapshot: Snapshot, term_postings: dict[str, TermPostings]
     ) -> QueryTerms:
-        """Given a query, return its terms with their postings (fetched once a generation)."""
+        """Given a query, return its terms with their postings: a common term's from the
+        snapshot, another's read from the store once and kept (patched on edits)."""
         wanted_terms = query_terms(query)
-        missing = [term for term in wanted_terms if term not in term_postings]
+        resident = snapshot.resident
+        missing = [t for t in wanted_terms if t not in resident and t not in term_postings]
         if missing:
             fetched = self._store.postings(missing)
             for term in missing:
                 if len(term_postings) >= _TERM_CACHE_SIZE:
                     term_postings.clear()  # crude but bounded; a generation change clears it too
                 term_postings[term] = TermPostings.of(fetched.get(term, {}), snapshot.row_of)
-        postings = {term: term_postings[term] for term in wanted_terms if term in term_postings}
+        postings = {
+            term: resident[term] if term in resident else term_postings[term]
+            for term in wanted_terms
+            if term in resident or term in term_postings
+        }
         return QueryTerms(text=query, terms=wanted_terms, postings=postings)
 
     def _query_vector(

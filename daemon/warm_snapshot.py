@@ -22,6 +22,7 @@ from carryd.index.snapshot import (
     apply_changes,
     build_snapshot,
     stats_of,
+    with_resident,
 )
 from carryd.index.store import entry_row
 from carryd.index.sync import EntryRow
@@ -48,16 +49,24 @@ class WarmSnapshot:
     A refresh reads the store's change log (`Store.changes_since`): only the ids written since
     the snapshot's generation are re-read, so an edit costs what changed, not what is stored.
     A full load happens first, and whenever the log cannot say (another index file, a log that
-    started later, a vector problem to report, a new semantic calibration).
+    started later, a vector problem to report, a new semantic calibration). In the daemon it
+    also reads the common terms' postings, which the snapshot then keeps up to date
+    (`carryd.index.snapshot_postings`): no query reads a common term from the store.
 
     The semantic calibration comes with the snapshot: the one the index stores for the model
     (`carryd.daemon.calibrating.calibration_in_use`), read again at every refresh (one meta
     row); recall reads cosines with the calibration its snapshot was built with.
     """
 
-    def __init__(self, store: Store, embedder: Embedder | None) -> None:
+    def __init__(
+        self, store: Store, embedder: Embedder | None, *, resident_min_df: int | None = None
+    ) -> None:
         self._store = store
         self._embedder = embedder
+        # Terms held by this many entries keep their postings in the snapshot (the daemon:
+        # `snapshot_postings.RESIDENT_MIN_DF`); None: none (a one-shot CLI recall would pay
+        # for reading them all to answer one question).
+        self._resident_min_df = resident_min_df
         self._calibration: SemanticCalibration | None = None
         self.calibration_problem: str | None = None  # why there is none, with a model
         self._snapshot: Snapshot | None = None
@@ -116,6 +125,8 @@ class WarmSnapshot:
         )
         if snapshot.vector_problem:
             log.warning("recall: %s", snapshot.vector_problem)
+        if self._resident_min_df is not None:
+            snapshot = with_resident(snapshot, self._store.common_postings(self._resident_min_df))
         return snapshot
 
     def _read_calibration(self) -> SemanticCalibration | None:
@@ -162,6 +173,8 @@ class WarmSnapshot:
             present = [entry_id for entry_id in ids if entry_id in found]
             fetched = self._store.vector_blobs(identity.key(), present) if present else []
             vectors = {entry_id: blob for entry_id, _, blob in fetched}
+        # The resident postings are patched from the changed entries' own postings.
+        postings = self._store.postings_of(ids) if ids and previous.resident else {}
         return apply_changes(
             previous,
             generation,
@@ -170,6 +183,7 @@ class WarmSnapshot:
             calibration=self._calibration,
             vectors=vectors,
             dim=dim,
+            postings=postings,
         )
 
 

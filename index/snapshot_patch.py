@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from carryd.index.fusion import SemanticCalibration
+from carryd.index.snapshot_postings import patched_resident
 from carryd.index.snapshot_rows import (
     SPARE_ROWS,
     SPARE_SHARE,
@@ -39,11 +40,13 @@ def apply_changes(
     calibration: SemanticCalibration | None,
     vectors: Mapping[str, bytes] | None,
     dim: int = 0,
+    postings: Mapping[str, Mapping[str, int]] | None = None,
 ) -> Snapshot | None:
     """Given the last snapshot and what the change log says changed since — id → its stored
-    row now (None: deleted) for every logged id, and the model's vector blob now of each of
-    those ids that has one (`vectors`; None: no model) — return the snapshot for
-    `generation`, or None when only a full load can say what to do."""
+    row now (None: deleted) for every logged id, the model's vector blob now of each of
+    those ids that has one (`vectors`; None: no model) and term → {id: tf} of those ids now
+    (`postings`; needed to keep resident postings, which are dropped without it) — return
+    the snapshot for `generation`, or None when only a full load can say what to do."""
     import numpy as np
 
     if vectors is not None and any(len(blob) != 4 * dim for blob in vectors.values()):
@@ -87,6 +90,7 @@ def apply_changes(
         workspace_code_of=code_of,
         stats=stats_of(len(rows), total),
         doc_length_total=total,
+        resident=patched_resident(previous, row_of, changed, postings),
     )
     if vectors is None:
         # No model: the snapshot has no vectors, and a refresh never adds any.

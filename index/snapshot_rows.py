@@ -7,11 +7,11 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from carryd.index.fusion import SemanticCalibration
-from carryd.index.lexical import LexicalStats
+from carryd.index.lexical import LexicalStats, TermPostings
 from carryd.index.snapshot_sketch import Sketch
 from carryd.index.sync import EntryRow
 
@@ -68,6 +68,9 @@ class Snapshot:
     buffer: np.ndarray | None  # float32 [capacity, dim]; rows past `len(vector_ids)` spare
     # The buffer's projections, row for row (`snapshot_sketch`): large snapshots only.
     sketch: Sketch | None = None
+    # The common terms' postings by row, kept up to date by every refresh (empty: the shell
+    # keeps none, `snapshot_postings`): a query never reads them from the store again.
+    resident: Mapping[str, TermPostings] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

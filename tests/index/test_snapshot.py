@@ -22,6 +22,7 @@ from carryd.index.snapshot import (
     build_snapshot,
     scope_of,
     stats_of,
+    with_resident,
 )
 from carryd.index.store import entry_row
 from hypothesis import given, settings
@@ -55,9 +56,20 @@ def raw(entry_id: str, path: str, workspace: str | None, words: tuple[str, ...])
     )
 
 
+def postings_of(rows: dict[str, Raw], only: set[str] | None = None) -> dict[str, dict[str, int]]:
+    """term -> {id: tf} over the rows' text (here the L0), as the store's postings hold them."""
+    postings: dict[str, dict[str, int]] = {}
+    for entry_id, values in sorted(rows.items()):
+        if only is None or entry_id in only:
+            for term, tf in Counter(query_terms(values[6])).items():
+                postings.setdefault(term, {})[entry_id] = tf
+    return postings
+
+
 def full(generation: int, rows: dict[str, Raw], vectors: dict[str, np.ndarray]) -> Snapshot:
+    """A full load, keeping every term's postings resident (the daemon keeps the common ones)."""
     ids = sorted(vectors)
-    return build_snapshot(
+    built = build_snapshot(
         generation,
         rows,
         stats_of(len(rows), sum(values[11] for values in rows.values())),
@@ -70,6 +82,8 @@ def full(generation: int, rows: dict[str, Raw], vectors: dict[str, np.ndarray]) 
         ),
         epoch="e",
     )
+    read = postings_of(rows)
+    return with_resident(built, ((t, list(p), list(p.values())) for t, p in sorted(read.items())))
 
 
 def view(snapshot: Snapshot) -> dict[str, Any]:
@@ -100,10 +114,7 @@ def view(snapshot: Snapshot) -> dict[str, Any]:
 
 def answers(snapshot: Snapshot, rows: dict[str, Raw]) -> list[object]:
     """Every workspace's answer to a few queries, both arms."""
-    postings: dict[str, dict[str, int]] = {}
-    for entry_id, values in rows.items():
-        for term, tf in Counter(query_terms(values[6])).items():
-            postings.setdefault(term, {})[entry_id] = tf
+    postings = postings_of(rows)
     options = RecallOptions(
         limit=10,
         min_confidence=0.0,
@@ -208,6 +219,7 @@ def test_refreshing_from_the_change_log_equals_a_full_build(
             calibration=MINILM,
             vectors={i: stored[i].tobytes() for i in logged if i in stored and i in rows},
             dim=DIM,
+            postings=postings_of(rows, logged),
         )
         fresh = full(generation, rows, stored)
         if patched is None:
@@ -216,6 +228,15 @@ def test_refreshing_from_the_change_log_equals_a_full_build(
             snapshot = fresh
             continue
         assert view(patched) == view(fresh)
+        # The resident postings (the terms of the last full load) are what a read gives now.
+        read = postings_of(rows)
+        assert set(patched.resident) <= set(fresh.resident) | set(snapshot.resident)
+        for term, kept in patched.resident.items():
+            rebuilt = TermPostings.of(read.get(term, {}), fresh.row_of)
+            assert kept.rows.tolist() == rebuilt.rows.tolist(), term
+            assert kept.frequencies.tolist() == rebuilt.frequencies.tolist(), term
+            assert kept.rows.dtype == rebuilt.rows.dtype
+            assert kept.frequencies.dtype == rebuilt.frequencies.dtype
         assert answers(patched, rows) == answers(fresh, rows)
         snapshot = patched
 
