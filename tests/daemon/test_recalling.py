@@ -623,3 +623,29 @@ def test_the_daemons_snapshot_keeps_common_postings_and_answers_as_a_fresh_recal
         # Only terms no entry held at the full load are read (and kept by the recaller).
         assert not set(read) & set(shared.current().resident)
     assert shared.refreshes["full"] == 1 and shared.refreshes["log"] == len(STEPS)
+
+
+def test_a_repeated_question_after_an_edit_makes_no_pass_over_every_vector(
+    indexed: Any, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The carry asks the same questions after every edit: the recaller remembers each vector
+    search and patches it with the ids the edit changed (`nearest_patch`) instead of scoring
+    every vector again, and the answers stay a fresh recaller's."""
+    import carryd.daemon.remembered_searches as remembered_searches
+
+    root = indexed(NOTES)
+    passes: list[int] = []
+    full_pass = remembered_searches.nearest
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        passes.append(kwargs["limit"])
+        return full_pass(*args, **kwargs)
+
+    monkeypatch.setattr(remembered_searches, "nearest", counted)
+    warm = root.recaller
+    answers(warm)
+    asked = len(passes)  # one per question the model reads (not the Chinese one)
+    assert asked >= 5
+    apply_step(root, STEPS[0], embedder)  # one entry's text (and vector) changes
+    assert answers(warm) == answers(Recaller(root.settings, root.store, embedder, None))
+    assert len(passes) == 2 * asked  # the fresh recaller's passes only
