@@ -237,9 +237,7 @@ def search_rows(
         # Rows are unique within a term, so fancy-index addition is exact.
         scores[posting.rows] += weight * frequency * (k1 + 1.0) / (frequency + norm)
         covered[posting.rows] += weight
-    if allowed is not None:
-        scores = np.where(allowed, scores, 0.0)
-    candidates = np.flatnonzero(scores > 0.0)
+    candidates = _candidates(present.values(), scores, allowed)
     if limit is not None and candidates.size > limit:
         if limit <= 0:
             return ()
@@ -269,3 +267,23 @@ def search_rows(
             )
         )
     return tuple(hits)
+
+
+def _candidates(
+    postings: Iterable[TermPostings], scores: np.ndarray, allowed: np.ndarray | None
+) -> np.ndarray:
+    """Given a query's postings, every row's score and the scope mask, return the ascending
+    rows in scope with a positive score: from the postings' own rows when they are few (the
+    carry's questions are of rarer words, and three passes over 100,000 rows cost more than
+    the rest of the arm), else by a pass over every row."""
+    import numpy as np
+
+    parts = [posting.rows for posting in postings if posting.rows.size]
+    if 16 * sum(part.size for part in parts) >= scores.size:
+        if allowed is not None:
+            scores = np.where(allowed, scores, 0.0)
+        return np.flatnonzero(scores > 0.0)
+    rows = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+    if allowed is not None:
+        rows = rows[allowed[rows]]
+    return rows[scores[rows] > 0.0]
