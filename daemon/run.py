@@ -265,8 +265,9 @@ class Daemon:
         settings, state = self.settings, parts.state
         store = parts.store = open_store(settings)
         # One warm snapshot for the worker's carries and the query thread's answers, keeping
-        # the common terms' postings (a new question never waits for them).
-        warm = WarmSnapshot(store, embedder, resident_min_df=RESIDENT_MIN_DF)
+        # the common terms' postings (a new question never waits for them) and its rows out
+        # of the garbage collector's full passes.
+        warm = WarmSnapshot(store, embedder, resident_min_df=RESIDENT_MIN_DF, freeze_heap=True)
         if store.recovered:
             log.warning("index: %s", store.recovered)
 

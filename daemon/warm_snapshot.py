@@ -6,6 +6,7 @@ full. `Recaller` (`carryd.daemon.recalling`) and the daemon's worker share one.
 
 from __future__ import annotations
 
+import gc
 import logging
 import sqlite3
 import sys
@@ -59,7 +60,12 @@ class WarmSnapshot:
     """
 
     def __init__(
-        self, store: Store, embedder: Embedder | None, *, resident_min_df: int | None = None
+        self,
+        store: Store,
+        embedder: Embedder | None,
+        *,
+        resident_min_df: int | None = None,
+        freeze_heap: bool = False,
     ) -> None:
         self._store = store
         self._embedder = embedder
@@ -67,6 +73,9 @@ class WarmSnapshot:
         # `snapshot_postings.RESIDENT_MIN_DF`); None: none (a one-shot CLI recall would pay
         # for reading them all to answer one question).
         self._resident_min_df = resident_min_df
+        # The daemon's: after a full load, what is alive is moved out of the collector's
+        # reach (`_frozen_heap`).
+        self._freeze_heap = freeze_heap
         self._calibration: SemanticCalibration | None = None
         self.calibration_problem: str | None = None  # why there is none, with a model
         self._snapshot: Snapshot | None = None
@@ -106,7 +115,10 @@ class WarmSnapshot:
                 self.refreshes["log"] += 1
                 return patched
         self.refreshes["full"] += 1
-        return self._load(generation)
+        loaded = self._load(generation)
+        if self._freeze_heap:
+            _frozen_heap()
+        return loaded
 
     def _load(self, generation: int) -> Snapshot:
         # The epoch and generation before the values: a commit in between makes the values
@@ -185,6 +197,19 @@ class WarmSnapshot:
             dim=dim,
             postings=postings,
         )
+
+
+def _frozen_heap() -> None:
+    """Collect once, then move every object alive to the collector's permanent generation.
+
+    A full load leaves ~160,000 long-lived objects at 100,000 entries (mostly the rows), and
+    each of CPython's full collections walked them all: an 80-120 ms pause (load 5) that
+    landed in some recall or edit. They hold no reference cycles, so nothing is lost by never
+    walking them again; the next full load thaws them first, so that what the old snapshot
+    left in cycles is collected then."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 # The BM25 document length's place in a stored entries row (`ENTRY_COLUMNS`).
