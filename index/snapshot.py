@@ -45,6 +45,7 @@ from carryd.index.snapshot_patch import apply_changes
 from carryd.index.snapshot_postings import resident_of
 from carryd.index.snapshot_rows import (
     Decode,
+    GrownIds,
     Scope,
     Snapshot,
     StoredVectors,
@@ -120,7 +121,7 @@ def build_snapshot(
         workspace_code_of=code_of,
         stats=stats,
         doc_length_total=sum(row.doc_len for row in rows.values()),
-        vector_ids=vector_ids,
+        vector_ids=GrownIds(list(vector_ids)),
         matrix=buffer[:count] if buffer is not None else None,
         vector_rows=np.fromiter(
             (row_of[entry_id] for entry_id in vector_ids), dtype=np.int64, count=count

@@ -14,6 +14,7 @@ from carryd.index.snapshot_rows import (
     SPARE_ROWS,
     SPARE_SHARE,
     Decode,
+    GrownIds,
     Snapshot,
     doc_lengths_of,
     readable_rows,
@@ -96,7 +97,7 @@ def apply_changes(
         # No model: the snapshot has no vectors, and a refresh never adds any.
         return Snapshot(
             **base,
-            vector_ids=(),
+            vector_ids=GrownIds([]),
             matrix=None,
             vector_rows=np.zeros(0, dtype=np.int64),
             vector_live=np.zeros(0, dtype=bool),
@@ -124,7 +125,7 @@ class _VectorChange:
 class _VectorSide:
     """The vector rows of a patched snapshot."""
 
-    vector_ids: tuple[str, ...]
+    vector_ids: Sequence[str]
     buffer: np.ndarray | None
     live: np.ndarray
     vector_of: Mapping[str, int]
@@ -217,8 +218,8 @@ def _compacted(
 
     # Compact (dead rows go) and leave spare rows: amortised over the changes since.
     keep = np.flatnonzero(change.live)
-    vector_ids = tuple(previous.vector_ids[position] for position in keep.tolist())
-    vector_ids += tuple(change.appended)
+    ids = list(previous.vector_ids)
+    vector_ids = GrownIds([ids[position] for position in keep.tolist()] + list(change.appended))
     blocks = [previous.matrix[keep]] if previous.matrix is not None and keep.size else []
     blocks += [change.new_block] if change.appended else []
     buffer: np.ndarray | None
@@ -259,7 +260,7 @@ def _appended_in_place(
     count, appended = len(previous.vector_ids), change.appended
     if appended:
         buffer[count : count + len(appended)] = change.new_block
-    vector_ids = previous.vector_ids + tuple(appended)
+    vector_ids = _grown(previous.vector_ids).appended(appended)
     readable = None
     if previous.vector_readable is not None and change.new_readable is not None:
         readable = np.concatenate([previous.vector_readable, change.new_readable])
@@ -352,6 +353,10 @@ class Layered(Mapping[str, _V]):
 
 
 _GONE = object()
+
+
+def _grown(ids: Sequence[str]) -> GrownIds:
+    return ids if isinstance(ids, GrownIds) else GrownIds(list(ids))
 
 
 def _blobs(vectors: Mapping[str, bytes], ids: Sequence[str], dim: int) -> np.ndarray:

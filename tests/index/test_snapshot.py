@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+import pytest
 from carryd.index.lexical import TermPostings, query_terms
 from carryd.index.recall import QueryTerms, RecallOptions, recall
 from carryd.index.snapshot import (
@@ -261,6 +262,24 @@ def test_an_edit_keeps_older_snapshots_intact_and_fills_spare_rows() -> None:
     assert second.buffer is first.buffer  # no copy of the vectors for one edit
     assert second.vector_live.tolist() == [True, False] + [True] * 7
     assert second.row_of is first.row_of  # the same ids: the row order is shared
+    # The ids of the vector rows grow in place like the buffer: the older snapshot still
+    # sees its own eight, the new one nine, the last mem_1's new vector.
+    assert list(first.vector_ids) == sorted(rows) and len(second.vector_ids) == 9
+    assert second.vector_ids[-1] == second.vector_ids[8] == "mem_1"
+    assert list(second.vector_ids)[:8] == list(first.vector_ids)
+    with pytest.raises(IndexError):
+        first.vector_ids[8]  # noqa: B018
+
+
+def test_appending_ids_past_an_older_snapshot_copies_instead_of_overwriting() -> None:
+    from carryd.index.snapshot_rows import GrownIds
+
+    base = GrownIds(["a", "b"])
+    one = base.appended(["c"])
+    other = base.appended(["x"])  # a second refresh from the same snapshot
+    assert list(base) == ["a", "b"] and base[-1] == "b"
+    assert list(one) == ["a", "b", "c"] and list(other) == ["a", "b", "x"]
+    assert one[1:] == ["b", "c"] and len(other) == 3
 
 
 @settings(max_examples=60, deadline=None)
