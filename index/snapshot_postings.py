@@ -7,8 +7,8 @@ Python each, 300-700 ms for a new question holding three or four common words (m
 100,000-entry bench root at load 5). The cost is in proportion to the term's document frequency,
 not to the root, so which terms to keep is an absolute count: from `RESIDENT_MIN_DF` entries on
 (a rarer term is read in a few milliseconds). Their memory is bounded by the postings of the
-root (16 bytes a posting: 44 MiB for the 2.8 million common postings of the 100,000-entry
-bench root, where every note draws from a vocabulary of 34 words; under 2 MiB at 10,000).
+root (8 bytes a posting: 22 MiB for the 2.8 million common postings of the 100,000-entry
+bench root, where every note draws from a vocabulary of 34 words; about 1 MiB at 10,000).
 
 A refresh patches only the terms a changed entry held or holds — delete its old row, insert its
 new one, both by binary search in the ascending rows, so a common term costs a memcpy, not a
@@ -27,23 +27,28 @@ from carryd.index.snapshot_rows import Snapshot
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["RESIDENT_MIN_DF", "patched_resident", "resident_of"]
+__all__ = ["COUNT", "RESIDENT_MIN_DF", "ROW", "patched_resident", "resident_of"]
 
 RESIDENT_MIN_DF = 1_000
+# Kept by row in 8 bytes a posting, half of `TermPostings.of`'s int64 rows and float64 term
+# frequencies: BM25's arithmetic on an int32 frequency is float64 all the same (a Python float
+# times an integer array), so the scores are the same to the last bit.
+ROW = "int32"
+COUNT = "int32"
 
 
 def resident_of(
     postings: Iterable[tuple[str, Sequence[str], Sequence[int]]], row_of: Mapping[str, int]
 ) -> dict[str, TermPostings]:
     """Given (term, entry ids, their term frequencies) per term and the snapshot's row of each
-    id, return term → its postings by row, exactly as `TermPostings.of` builds them (ids the
-    snapshot does not hold dropped)."""
+    id, return term → its postings by row, the rows and frequencies `TermPostings.of` builds
+    (ids the snapshot does not hold dropped), in `ROW` and `COUNT` integers."""
     import numpy as np
 
     resident = {}
     for term, ids, frequencies in postings:
-        rows = np.fromiter((row_of.get(entry_id, -1) for entry_id in ids), np.int64, len(ids))
-        counts = np.asarray(frequencies, dtype=np.float64).reshape(len(ids))
+        rows = np.fromiter((row_of.get(entry_id, -1) for entry_id in ids), ROW, len(ids))
+        counts = np.asarray(frequencies, dtype=COUNT).reshape(len(ids))
         keep = (rows >= 0) & (counts > 0)
         rows, counts = rows[keep], counts[keep]
         if rows.size > 1 and not bool((rows[1:] > rows[:-1]).all()):
@@ -75,7 +80,7 @@ def patched_resident(
     remap = None
     if row_of is not previous_row_of:
         remap = np.fromiter(
-            (row_of.get(entry_id, -1) for entry_id in previous_ids), np.int64, len(previous_ids)
+            (row_of.get(entry_id, -1) for entry_id in previous_ids), ROW, len(previous_ids)
         )
     patched = {}
     for term, postings in resident.items():
@@ -117,7 +122,7 @@ def _with(
     pairs = sorted((row_of[i], tf) for i, tf in held.items() if i in row_of and tf > 0)
     if not pairs:
         return rows, counts
-    new_rows = np.fromiter((row for row, _ in pairs), np.int64, len(pairs))
-    new_counts = np.fromiter((tf for _, tf in pairs), np.float64, len(pairs))
+    new_rows = np.fromiter((row for row, _ in pairs), ROW, len(pairs))
+    new_counts = np.fromiter((tf for _, tf in pairs), COUNT, len(pairs))
     at = np.searchsorted(rows, new_rows)
     return np.insert(rows, at, new_rows), np.insert(counts, at, new_counts)

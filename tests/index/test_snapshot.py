@@ -25,6 +25,7 @@ from carryd.index.snapshot import (
     stats_of,
     with_resident,
 )
+from carryd.index.snapshot_postings import COUNT, ROW
 from carryd.index.store import entry_row
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -236,8 +237,7 @@ def test_refreshing_from_the_change_log_equals_a_full_build(
             rebuilt = TermPostings.of(read.get(term, {}), fresh.row_of)
             assert kept.rows.tolist() == rebuilt.rows.tolist(), term
             assert kept.frequencies.tolist() == rebuilt.frequencies.tolist(), term
-            assert kept.rows.dtype == rebuilt.rows.dtype
-            assert kept.frequencies.dtype == rebuilt.frequencies.dtype
+            assert (kept.rows.dtype, kept.frequencies.dtype) == (ROW, COUNT)  # 8 bytes each
         assert answers(patched, rows) == answers(fresh, rows)
         snapshot = patched
 
@@ -314,3 +314,30 @@ def test_the_layered_mapping_behaves_as_a_dict_through_refreshes_and_flattening(
         assert all((key in layered) == (key in expected) for key in ("k0", "k7", "k150"))
     for snapshot, seen in older:
         assert dict(snapshot) == seen  # an older snapshot never sees a later change
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    start=st.dictionaries(ids, st.tuples(words, vectors, st.sampled_from(WORKSPACES)), min_size=1),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
+)
+def test_resident_postings_score_to_the_last_bit_as_read_ones(
+    start: dict[str, tuple[tuple[str, ...], tuple[int, ...], str | None]], query: str
+) -> None:
+    """The resident postings' 32-bit rows and frequencies give the very hits, scores and
+    confidences of the 64-bit ones a recaller reads from the store."""
+    from carryd.index.lexical import search_rows
+
+    rows = {i: raw(i, path_for(ws, i), ws, w) for i, (w, _, ws) in start.items()}
+    snapshot = full(1, rows, {i: unit(v) for i, (_, v, _) in start.items()})
+    read = postings_of(rows)
+    wanted = query_terms(query)
+    by_store = {t: TermPostings.of(read[t], snapshot.row_of) for t in wanted if t in read}
+    resident = {t: snapshot.resident[t] for t in wanted if t in snapshot.resident}
+    assert set(by_store) == set(resident)
+    for workspace in WORKSPACES:
+        mask = scope_of(snapshot, workspace).lexical_mask
+        common = (wanted, snapshot.entry_ids, snapshot.doc_lengths, snapshot.stats)
+        assert search_rows(common[0], resident, *common[1:], allowed=mask) == search_rows(
+            common[0], by_store, *common[1:], allowed=mask
+        )
