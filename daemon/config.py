@@ -187,10 +187,11 @@ class Settings:
         The longest configured project directory containing it wins; otherwise the
         directory's own name.
         """
-        target = Path(directory).expanduser().resolve(strict=False)
+        # os.path.expanduser leaves an unknown "~user" as it is; Path.expanduser raises.
+        target = Path(os.path.expanduser(directory)).resolve(strict=False)
         best: tuple[int, str] | None = None
         for project, workspace in self.workspaces.items():
-            base = Path(project).expanduser().resolve(strict=False)
+            base = Path(os.path.expanduser(project)).resolve(strict=False)
             if target == base or base in target.parents:
                 depth = len(base.parts)
                 if best is None or depth > best[0]:

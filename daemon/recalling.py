@@ -45,6 +45,7 @@ from carryd.daemon.recall_json import (  # noqa: F401 — re-exported
     answer_json,
     hit_json,
 )
+from carryd.daemon.remembered_searches import RememberedSearches
 from carryd.daemon.warm_snapshot import (  # noqa: F401 — WarmSnapshot re-exported
     SEMANTIC_FAILURES,
     WarmSnapshot,
@@ -106,6 +107,7 @@ class Recaller:
         self._scopes: dict[str | None, Scope] = {}
         self._term_postings: dict[str, TermPostings] = {}
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._searches = RememberedSearches()
         self._lock = threading.Lock()
 
     # --- caches --------------------------------------------------------------------------
@@ -123,27 +125,36 @@ class Recaller:
             if snapshot is not previous:
                 self._snapshot = snapshot
                 self._scopes = {}
-                self._term_postings = (
-                    self._kept_postings(previous, snapshot) if previous is not None else {}
-                )
+                changed = self._changed_since(previous, snapshot)
+                self._term_postings = self._kept_postings(previous, snapshot, changed)
+                self._searches.moved(changed)
             return snapshot, calibration, self._scopes, self._term_postings
 
-    def _kept_postings(self, previous: Snapshot, snapshot: Snapshot) -> dict[str, TermPostings]:
-        """Given the last snapshot and the new one, return the cached postings brought up to
-        date for the new one when the row order stayed (an edit): a term a changed entry held
-        or holds now is patched from the changed entries' own postings, never re-read whole.
-        Re-fetching a common term costs its tens of thousands of postings, in proportion to
-        the root, not to the change (at 100,000 entries, 137-465 ms on the next recall)."""
+    def _changed_since(self, previous: Snapshot | None, snapshot: Snapshot) -> list[str] | None:
+        """Given the last snapshot this recaller used and the new one, return the ids written
+        in between (None: the change log cannot say)."""
+        if previous is None or snapshot.epoch != previous.epoch:
+            return None
+        try:
+            return self._store.changes_since(previous.generation, previous.epoch)
+        except _SEMANTIC_FAILURES:
+            return None
+
+    def _kept_postings(
+        self, previous: Snapshot | None, snapshot: Snapshot, changed: list[str] | None
+    ) -> dict[str, TermPostings]:
+        """Given the last snapshot, the new one and the ids written in between, return the
+        cached postings brought up to date for the new one when the row order stayed (an
+        edit): a term a changed entry held or holds now is patched from the changed entries'
+        own postings, never re-read whole (a rare term's read is cheap, but not free)."""
         if (
-            not self._term_postings
+            previous is None
+            or changed is None
+            or not self._term_postings
             or snapshot.row_of is not previous.row_of
-            or snapshot.epoch != previous.epoch
         ):
             return {}
         try:
-            changed = self._store.changes_since(previous.generation, previous.epoch)
-            if changed is None:
-                return {}
             now = self._store.postings_of(changed) if changed else {}
         except _SEMANTIC_FAILURES:
             return {}
@@ -212,6 +223,7 @@ class Recaller:
             rrf_k=recall_settings.rrf_k,
             parent_propagation=recall_settings.parent_propagation,
             calibration=calibration,
+            vector_search=self._searches.search((query, workspace), snapshot, calibration),
         )
         degraded = self._degraded or snapshot.vector_problem or self.warm.calibration_problem
         if not query.strip() or options.limit <= 0:
@@ -244,16 +256,22 @@ class Recaller:
     def _terms(
         self, query: str, snapshot: Snapshot, term_postings: dict[str, TermPostings]
     ) -> QueryTerms:
-        """Given a query, return its terms with their postings (fetched once a generation)."""
+        """Given a query, return its terms with their postings: a common term's from the
+        snapshot, another's read from the store once and kept (patched on edits)."""
         wanted_terms = query_terms(query)
-        missing = [term for term in wanted_terms if term not in term_postings]
+        resident = snapshot.resident
+        missing = [t for t in wanted_terms if t not in resident and t not in term_postings]
         if missing:
             fetched = self._store.postings(missing)
             for term in missing:
                 if len(term_postings) >= _TERM_CACHE_SIZE:
                     term_postings.clear()  # crude but bounded; a generation change clears it too
                 term_postings[term] = TermPostings.of(fetched.get(term, {}), snapshot.row_of)
-        postings = {term: term_postings[term] for term in wanted_terms if term in term_postings}
+        postings = {
+            term: resident[term] if term in resident else term_postings[term]
+            for term in wanted_terms
+            if term in resident or term in term_postings
+        }
         return QueryTerms(text=query, terms=wanted_terms, postings=postings)
 
     def _query_vector(

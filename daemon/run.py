@@ -62,6 +62,7 @@ from carryd.daemon.state import DaemonState
 from carryd.daemon.watcher import Watcher
 from carryd.daemon.worker import Indexer, StopSync, Worker, release_memory
 from carryd.index.embed import Embedder
+from carryd.index.snapshot_postings import RESIDENT_MIN_DF
 from carryd.index.store import Store
 
 if TYPE_CHECKING:
@@ -263,8 +264,10 @@ class Daemon:
         worker."""
         settings, state = self.settings, parts.state
         store = parts.store = open_store(settings)
-        # One warm snapshot for the worker's carries and the query thread's answers.
-        warm = WarmSnapshot(store, embedder)
+        # One warm snapshot for the worker's carries and the query thread's answers, keeping
+        # the common terms' postings (a new question never waits for them) and its rows out
+        # of the garbage collector's full passes.
+        warm = WarmSnapshot(store, embedder, resident_min_df=RESIDENT_MIN_DF, freeze_heap=True)
         if store.recovered:
             log.warning("index: %s", store.recovered)
 

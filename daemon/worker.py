@@ -27,9 +27,10 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from carryd.daemon.archive import archive_plans
+from carryd.daemon.carry_damage_watch import CarryDamageWatch
 from carryd.daemon.carrying import CarryResult, write_carries
 from carryd.daemon.indexing import sync_root
-from carryd.daemon.layout import carry_damage, list_workspaces
+from carryd.daemon.layout import list_workspaces
 from carryd.daemon.recall_access import LocalRecall, ThreadRecall
 from carryd.daemon.verifying import repair_root, verify_root
 
@@ -374,6 +375,7 @@ class Indexer:
         self.state = state
         self.progress = progress  # `sync_root`'s; may raise StopSync
         self._recall = ThreadRecall(store, embedder, degraded, warm=warm)
+        self._damage = CarryDamageWatch()
 
     def reload(self, settings: Settings) -> None:
         """Use new settings from the next batch on (called on the worker thread via a task)."""
@@ -436,7 +438,8 @@ class Indexer:
         if targets is not None:
             # A carry found damaged (cut short, its manifest garbage) is rewritten now, not at
             # the next reconcile: a hook meanwhile re-plans it on every session start.
-            damaged = [w for w in existing if w not in targets and carry_damage(self.settings, w)]
+            others = [w for w in existing if w not in targets]
+            damaged = self._damage.damaged(self.settings, others)
             targets = tuple(sorted({*targets, *damaged}))
         results: list[CarryResult] = []
         if targets is None or targets:

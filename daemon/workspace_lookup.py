@@ -9,6 +9,7 @@ state folder never are); this module only proposes candidates, best first, and a
 
 from __future__ import annotations
 
+import os
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,7 @@ def find_workspace(settings: Settings, cwd: str) -> str | None:
     configured = settings.workspace_for(cwd)
     if is_workspace(settings, configured):
         return configured  # the common case: no git lookup
-    directory = Path(cwd).expanduser().resolve(strict=False)
+    directory = Path(os.path.expanduser(cwd)).resolve(strict=False)  # "~nobody" stays as is
     candidates = workspace_candidates(configured, directory, git_toplevel(directory))
     return next((name for name in candidates if is_workspace(settings, name)), None)
 

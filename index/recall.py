@@ -66,6 +66,9 @@ class RecallOptions:
     rrf_k: int
     parent_propagation: bool
     calibration: SemanticCalibration | None  # None: no model, no semantic arm
+    # The semantic arm's search, called as `nearest` is (None: `nearest`): the daemon passes
+    # one that answers a repeated question from what it remembers (`nearest_patch`).
+    vector_search: Callable[..., tuple[tuple[str, float], ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -251,7 +254,8 @@ def _semantic_arm(
             f"holds {snapshot.matrix.shape[1]}-d vectors"
         )
         return None, problem
-    found = nearest(
+    search = options.vector_search or nearest
+    found = search(
         snapshot.matrix,
         snapshot.vector_ids,
         vector,

@@ -22,6 +22,9 @@ projections on a few dozen directions and the residual norms, `snapshot_sketch.p
 row with the vector buffer: `nearest` scores only the rows its bounds cannot rule out, and a
 refresh projects only the vectors it writes.
 
+The daemon's snapshot also keeps the common terms' postings by row (`with_resident`,
+`snapshot_postings.py`), patched by `apply_changes` like the rest.
+
 Anything unusual (a vector of another width, no vectors at all) makes `apply_changes` return
 None, and the caller takes the full load, which also says what is wrong.
 
@@ -31,15 +34,18 @@ The values and shared array helpers are in `snapshot_rows.py`, `apply_changes` i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from carryd.index.fusion import SemanticCalibration
 from carryd.index.lexical import LexicalStats
 from carryd.index.snapshot_patch import Layered as _Layered  # noqa: F401  (tests import it here)
 from carryd.index.snapshot_patch import apply_changes
+from carryd.index.snapshot_postings import resident_of
 from carryd.index.snapshot_rows import (
     Decode,
+    GrownIds,
     Scope,
     Snapshot,
     StoredVectors,
@@ -60,6 +66,7 @@ __all__ = [
     "build_snapshot",
     "scope_of",
     "stats_of",
+    "with_resident",
 ]
 
 
@@ -114,7 +121,7 @@ def build_snapshot(
         workspace_code_of=code_of,
         stats=stats,
         doc_length_total=sum(row.doc_len for row in rows.values()),
-        vector_ids=vector_ids,
+        vector_ids=GrownIds(list(vector_ids)),
         matrix=buffer[:count] if buffer is not None else None,
         vector_rows=np.fromiter(
             (row_of[entry_id] for entry_id in vector_ids), dtype=np.int64, count=count
@@ -126,6 +133,14 @@ def build_snapshot(
         buffer=buffer,
         sketch=sketch_of(buffer, count) if buffer is not None else None,
     )
+
+
+def with_resident(
+    snapshot: Snapshot, postings: Iterable[tuple[str, Sequence[str], Sequence[int]]]
+) -> Snapshot:
+    """Given a snapshot and (term, entry ids, term frequencies) of the terms to keep resident
+    (read at the snapshot's generation), return the snapshot holding them by row."""
+    return dataclasses.replace(snapshot, resident=resident_of(postings, snapshot.row_of))
 
 
 def scope_of(snapshot: Snapshot, workspace: str | None) -> Scope:

@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from carryd.index.fusion import SemanticCalibration
+from carryd.index.snapshot_postings import patched_resident
 from carryd.index.snapshot_rows import (
     SPARE_ROWS,
     SPARE_SHARE,
     Decode,
+    GrownIds,
     Snapshot,
     doc_lengths_of,
     readable_rows,
@@ -39,11 +41,13 @@ def apply_changes(
     calibration: SemanticCalibration | None,
     vectors: Mapping[str, bytes] | None,
     dim: int = 0,
+    postings: Mapping[str, Mapping[str, int]] | None = None,
 ) -> Snapshot | None:
     """Given the last snapshot and what the change log says changed since — id → its stored
-    row now (None: deleted) for every logged id, and the model's vector blob now of each of
-    those ids that has one (`vectors`; None: no model) — return the snapshot for
-    `generation`, or None when only a full load can say what to do."""
+    row now (None: deleted) for every logged id, the model's vector blob now of each of
+    those ids that has one (`vectors`; None: no model) and term → {id: tf} of those ids now
+    (`postings`; needed to keep resident postings, which are dropped without it) — return
+    the snapshot for `generation`, or None when only a full load can say what to do."""
     import numpy as np
 
     if vectors is not None and any(len(blob) != 4 * dim for blob in vectors.values()):
@@ -87,12 +91,13 @@ def apply_changes(
         workspace_code_of=code_of,
         stats=stats_of(len(rows), total),
         doc_length_total=total,
+        resident=patched_resident(previous, row_of, changed, postings),
     )
     if vectors is None:
         # No model: the snapshot has no vectors, and a refresh never adds any.
         return Snapshot(
             **base,
-            vector_ids=(),
+            vector_ids=GrownIds([]),
             matrix=None,
             vector_rows=np.zeros(0, dtype=np.int64),
             vector_live=np.zeros(0, dtype=bool),
@@ -120,7 +125,7 @@ class _VectorChange:
 class _VectorSide:
     """The vector rows of a patched snapshot."""
 
-    vector_ids: tuple[str, ...]
+    vector_ids: Sequence[str]
     buffer: np.ndarray | None
     live: np.ndarray
     vector_of: Mapping[str, int]
@@ -213,8 +218,8 @@ def _compacted(
 
     # Compact (dead rows go) and leave spare rows: amortised over the changes since.
     keep = np.flatnonzero(change.live)
-    vector_ids = tuple(previous.vector_ids[position] for position in keep.tolist())
-    vector_ids += tuple(change.appended)
+    ids = list(previous.vector_ids)
+    vector_ids = GrownIds([ids[position] for position in keep.tolist()] + list(change.appended))
     blocks = [previous.matrix[keep]] if previous.matrix is not None and keep.size else []
     blocks += [change.new_block] if change.appended else []
     buffer: np.ndarray | None
@@ -255,7 +260,7 @@ def _appended_in_place(
     count, appended = len(previous.vector_ids), change.appended
     if appended:
         buffer[count : count + len(appended)] = change.new_block
-    vector_ids = previous.vector_ids + tuple(appended)
+    vector_ids = _grown(previous.vector_ids).appended(appended)
     readable = None
     if previous.vector_readable is not None and change.new_readable is not None:
         readable = np.concatenate([previous.vector_readable, change.new_readable])
@@ -348,6 +353,10 @@ class Layered(Mapping[str, _V]):
 
 
 _GONE = object()
+
+
+def _grown(ids: Sequence[str]) -> GrownIds:
+    return ids if isinstance(ids, GrownIds) else GrownIds(list(ids))
 
 
 def _blobs(vectors: Mapping[str, bytes], ids: Sequence[str], dim: int) -> np.ndarray:

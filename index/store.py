@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -244,13 +244,6 @@ class Store:
         count, average = self._query("SELECT count(*), avg(doc_len) FROM entries")[0]
         return int(count), float(average or 0.0)
 
-    def doc_lengths(self, ids: Iterable[str]) -> dict[str, int]:
-        """Given entry ids, return each existing one's BM25 document length."""
-        rows = self._query(
-            f"SELECT id, doc_len FROM entries WHERE id IN {IDS_IN}", (ids_json(ids),)
-        )
-        return {entry_id: doc_len for entry_id, doc_len in rows}
-
     def counts(self) -> dict[str, int]:
         """Return {"files", "entries", "vectors"} row counts.
 
@@ -277,10 +270,7 @@ class Store:
         """Return a number that increases with every committed batch."""
         return int(self.meta("generation") or 0)
 
-    # -- what a warm reader's incremental refresh needs ---------------------------------------
-    # Every entry's stored row and every vector's key in one cheap query each (~35 ms and
-    # ~20 ms at 10,000 entries, where building 10,000 `EntryRow`s takes ~150 ms): the reader
-    # compares raw rows and decodes (`entry_row`) only what changed.
+    # -- what a warm reader loads: rows as stored (it decodes them itself), vector keys -------
 
     def raw_entry_rows(self) -> dict[str, tuple[Any, ...]]:
         """Return id -> the entry's row exactly as stored (`ENTRY_COLUMNS` order)."""
@@ -336,6 +326,16 @@ class Store:
             f"SELECT {ENTRY_COLUMNS} FROM entries WHERE id IN {IDS_IN}", (ids_json(ids),)
         )
         return {row[0]: tuple(row) for row in rows}
+
+    def common_postings(self, min_df: int) -> Iterator[tuple[str, list[str], list[int]]]:
+        """Given a document frequency, yield (term, entry ids ascending, their tfs) of every
+        term that many entries hold, one term at a time (a warm reader keeps them resident)."""
+        common = "SELECT term FROM postings GROUP BY term HAVING count(*) >= ?"
+        for (term,) in self._query(common, (min_df,)):
+            rows = self._query(
+                "SELECT entry_id, tf FROM postings WHERE term = ? ORDER BY entry_id", (term,)
+            )
+            yield term, [row[0] for row in rows], [row[1] for row in rows]
 
     def postings_of(self, ids: Iterable[str]) -> dict[str, dict[str, int]]:
         """Given entry ids, return term -> {entry id: tf} over those entries only."""

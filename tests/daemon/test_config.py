@@ -211,6 +211,13 @@ def test_workspace_mapping(directory: str, expected: str) -> None:
     assert settings.workspace_for(Path(directory).expanduser()) == expected
 
 
+def test_an_unknown_home_in_a_hosts_directory_is_taken_as_written() -> None:
+    """A host's working directory is input: "~user" of no such user names a folder like any
+    other (pathlib's expanduser raised, and a SessionStart hook with that cwd had no answer)."""
+    settings = parse_settings(tomllib.loads('[workspaces]\n"/a" = "b"\n'))
+    assert settings.workspace_for("~carryd-no-such-user/proj") == "proj"
+
+
 def test_settings_are_frozen() -> None:
     settings = parse_settings(tomllib.loads('[workspaces]\n"/a" = "b"\n'))
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -427,6 +427,54 @@ def test_a_batch_also_rewrites_a_damaged_carry_of_another_workspace(tmp_path, us
         store.close()
 
 
+def test_a_batch_reads_another_carry_again_only_when_its_files_moved(
+    tmp_path, use_model, monkeypatch
+) -> None:
+    """An intact carry of another workspace is not re-read on every edit (that work grew with
+    the number of workspaces); once its files move — here cut short — the next batch finds the
+    damage and rewrites it."""
+    import os
+
+    import carryd.daemon.carry_damage_watch as watch
+    from carryd.daemon.layout import open_store
+    from carryd.daemon.model import load_embedder_for
+    from carryd.daemon.state import DaemonState
+    from carryd.daemon.worker import Batch, Indexer
+
+    checked: list[str] = []
+    check = watch.carry_damage
+
+    def counted(settings: object, workspace: str) -> str | None:
+        checked.append(workspace)
+        return check(settings, workspace)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(watch, "carry_damage", counted)
+    root = tmp_path / "root"
+    for workspace in ("ws", "other"):
+        (root / workspace).mkdir(parents=True)
+        (root / workspace / "a.md").write_text(f"# {workspace}\nThe {workspace} entry.\n")
+    settings_ = parse_settings({"root": str(root), "model": {"model_path": str(use_model)}})
+    embedder, degraded = load_embedder_for(settings_)
+    store = open_store(settings_)
+    indexer = Indexer(
+        settings_, store=store, embedder=embedder, degraded=degraded, state=DaemonState(settings_)
+    )
+    try:
+        indexer.run("reconcile")
+        whole = (settings_.carry_dir / "other.md").read_bytes()
+        for number in range(3):
+            (root / "ws" / "a.md").write_text(f"# ws\nThe ws entry, edit {number}.\n")
+            indexer.apply(Batch(frozenset({"ws/a.md"}), frozenset(), frozenset(), events=1))
+        assert checked == ["other"]  # found intact once, then known by its files' stamps
+        os.truncate(settings_.carry_dir / "other.md", 100)
+        (root / "ws" / "a.md").write_text("# ws\nThe ws entry, edited again.\n")
+        indexer.apply(Batch(frozenset({"ws/a.md"}), frozenset(), frozenset(), events=1))
+        assert (settings_.carry_dir / "other.md").read_bytes() == whole
+    finally:
+        indexer.close()
+        store.close()
+
+
 def test_an_edit_refreshes_the_shared_warm_snapshot_from_the_change_log(
     tmp_path, use_model
 ) -> None:

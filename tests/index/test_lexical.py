@@ -270,3 +270,32 @@ def test_patched_postings_equal_a_fresh_build_after_an_edit() -> None:
         rebuilt = TermPostings.of(after, row_of)
         assert np.array_equal(patched.rows, rebuilt.rows)
         assert np.array_equal(patched.frequencies, rebuilt.frequencies)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from([f"mem_{n:02}" for n in range(20)]),
+        st.lists(
+            st.sampled_from("alpha beta gamma delta 数据 向量 err_x".split()), max_size=12
+        ).map(" ".join),
+        min_size=1,
+    ),
+    st.lists(
+        st.sampled_from("alpha beta gamma zeta 数据 err_x".split()), min_size=1, max_size=4
+    ).map(" ".join),
+    st.one_of(st.none(), st.integers(1, 6)),
+    st.one_of(st.none(), st.sets(st.sampled_from([f"mem_{n:02}" for n in range(20)]))),
+)
+def test_a_query_of_rare_terms_looks_only_at_the_rows_holding_them(
+    documents: dict[str, str], query: str, limit: int | None, allowed: set[str] | None
+) -> None:
+    """Among 2,000 entries holding none of the query's terms, the arm takes its candidates from
+    the postings' own rows (no pass over every row): the hits of the formula written out."""
+    padded = {**documents, **{f"pad_{n:04}": "omega" for n in range(2000)}}
+    expected = reference(query, padded, allowed)
+    if limit is not None:
+        expected = expected[:limit]
+    hits = run(query, padded, limit=limit, allowed=allowed)
+    assert [hit.id for hit in hits] == [entry_id for entry_id, _ in expected]
+    assert [hit.bm25 for hit in hits] == pytest.approx([score for _, score in expected])

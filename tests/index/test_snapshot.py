@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+import pytest
 from carryd.index.lexical import TermPostings, query_terms
 from carryd.index.recall import QueryTerms, RecallOptions, recall
 from carryd.index.snapshot import (
@@ -22,7 +23,9 @@ from carryd.index.snapshot import (
     build_snapshot,
     scope_of,
     stats_of,
+    with_resident,
 )
+from carryd.index.snapshot_postings import COUNT, ROW
 from carryd.index.store import entry_row
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -55,9 +58,20 @@ def raw(entry_id: str, path: str, workspace: str | None, words: tuple[str, ...])
     )
 
 
+def postings_of(rows: dict[str, Raw], only: set[str] | None = None) -> dict[str, dict[str, int]]:
+    """term -> {id: tf} over the rows' text (here the L0), as the store's postings hold them."""
+    postings: dict[str, dict[str, int]] = {}
+    for entry_id, values in sorted(rows.items()):
+        if only is None or entry_id in only:
+            for term, tf in Counter(query_terms(values[6])).items():
+                postings.setdefault(term, {})[entry_id] = tf
+    return postings
+
+
 def full(generation: int, rows: dict[str, Raw], vectors: dict[str, np.ndarray]) -> Snapshot:
+    """A full load, keeping every term's postings resident (the daemon keeps the common ones)."""
     ids = sorted(vectors)
-    return build_snapshot(
+    built = build_snapshot(
         generation,
         rows,
         stats_of(len(rows), sum(values[11] for values in rows.values())),
@@ -70,6 +84,8 @@ def full(generation: int, rows: dict[str, Raw], vectors: dict[str, np.ndarray]) 
         ),
         epoch="e",
     )
+    read = postings_of(rows)
+    return with_resident(built, ((t, list(p), list(p.values())) for t, p in sorted(read.items())))
 
 
 def view(snapshot: Snapshot) -> dict[str, Any]:
@@ -100,10 +116,7 @@ def view(snapshot: Snapshot) -> dict[str, Any]:
 
 def answers(snapshot: Snapshot, rows: dict[str, Raw]) -> list[object]:
     """Every workspace's answer to a few queries, both arms."""
-    postings: dict[str, dict[str, int]] = {}
-    for entry_id, values in rows.items():
-        for term, tf in Counter(query_terms(values[6])).items():
-            postings.setdefault(term, {})[entry_id] = tf
+    postings = postings_of(rows)
     options = RecallOptions(
         limit=10,
         min_confidence=0.0,
@@ -208,6 +221,7 @@ def test_refreshing_from_the_change_log_equals_a_full_build(
             calibration=MINILM,
             vectors={i: stored[i].tobytes() for i in logged if i in stored and i in rows},
             dim=DIM,
+            postings=postings_of(rows, logged),
         )
         fresh = full(generation, rows, stored)
         if patched is None:
@@ -216,6 +230,14 @@ def test_refreshing_from_the_change_log_equals_a_full_build(
             snapshot = fresh
             continue
         assert view(patched) == view(fresh)
+        # The resident postings (the terms of the last full load) are what a read gives now.
+        read = postings_of(rows)
+        assert set(patched.resident) <= set(fresh.resident) | set(snapshot.resident)
+        for term, kept in patched.resident.items():
+            rebuilt = TermPostings.of(read.get(term, {}), fresh.row_of)
+            assert kept.rows.tolist() == rebuilt.rows.tolist(), term
+            assert kept.frequencies.tolist() == rebuilt.frequencies.tolist(), term
+            assert (kept.rows.dtype, kept.frequencies.dtype) == (ROW, COUNT)  # 8 bytes each
         assert answers(patched, rows) == answers(fresh, rows)
         snapshot = patched
 
@@ -240,6 +262,24 @@ def test_an_edit_keeps_older_snapshots_intact_and_fills_spare_rows() -> None:
     assert second.buffer is first.buffer  # no copy of the vectors for one edit
     assert second.vector_live.tolist() == [True, False] + [True] * 7
     assert second.row_of is first.row_of  # the same ids: the row order is shared
+    # The ids of the vector rows grow in place like the buffer: the older snapshot still
+    # sees its own eight, the new one nine, the last mem_1's new vector.
+    assert list(first.vector_ids) == sorted(rows) and len(second.vector_ids) == 9
+    assert second.vector_ids[-1] == second.vector_ids[8] == "mem_1"
+    assert list(second.vector_ids)[:8] == list(first.vector_ids)
+    with pytest.raises(IndexError):
+        first.vector_ids[8]  # noqa: B018
+
+
+def test_appending_ids_past_an_older_snapshot_copies_instead_of_overwriting() -> None:
+    from carryd.index.snapshot_rows import GrownIds
+
+    base = GrownIds(["a", "b"])
+    one = base.appended(["c"])
+    other = base.appended(["x"])  # a second refresh from the same snapshot
+    assert list(base) == ["a", "b"] and base[-1] == "b"
+    assert list(one) == ["a", "b", "c"] and list(other) == ["a", "b", "x"]
+    assert one[1:] == ["b", "c"] and len(other) == 3
 
 
 @settings(max_examples=60, deadline=None)
@@ -274,3 +314,30 @@ def test_the_layered_mapping_behaves_as_a_dict_through_refreshes_and_flattening(
         assert all((key in layered) == (key in expected) for key in ("k0", "k7", "k150"))
     for snapshot, seen in older:
         assert dict(snapshot) == seen  # an older snapshot never sees a later change
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    start=st.dictionaries(ids, st.tuples(words, vectors, st.sampled_from(WORKSPACES)), min_size=1),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
+)
+def test_resident_postings_score_to_the_last_bit_as_read_ones(
+    start: dict[str, tuple[tuple[str, ...], tuple[int, ...], str | None]], query: str
+) -> None:
+    """The resident postings' 32-bit rows and frequencies give the very hits, scores and
+    confidences of the 64-bit ones a recaller reads from the store."""
+    from carryd.index.lexical import search_rows
+
+    rows = {i: raw(i, path_for(ws, i), ws, w) for i, (w, _, ws) in start.items()}
+    snapshot = full(1, rows, {i: unit(v) for i, (_, v, _) in start.items()})
+    read = postings_of(rows)
+    wanted = query_terms(query)
+    by_store = {t: TermPostings.of(read[t], snapshot.row_of) for t in wanted if t in read}
+    resident = {t: snapshot.resident[t] for t in wanted if t in snapshot.resident}
+    assert set(by_store) == set(resident)
+    for workspace in WORKSPACES:
+        mask = scope_of(snapshot, workspace).lexical_mask
+        common = (wanted, snapshot.entry_ids, snapshot.doc_lengths, snapshot.stats)
+        assert search_rows(common[0], resident, *common[1:], allowed=mask) == search_rows(
+            common[0], by_store, *common[1:], allowed=mask
+        )

@@ -91,7 +91,7 @@ def test_read_api_shapes(store: Store):
         "carry": {"mem_c": 1},
     }
     assert store.lexical_stats() == (3, 3.0)
-    assert store.doc_lengths(["mem_b", "mem_c", "nope"]) == {"mem_b": 5, "mem_c": 1}
+    assert list(store.common_postings(2)) == [("sqlite", ["mem_a", "mem_b"], [2, 1])]
     ids, matrix = store.vectors(IDENTITY)
     assert ids == ["mem_a"]
     assert matrix.dtype == np.float32 and matrix.tolist() == [[1.0, 0.0, 0.0, 0.0]]
