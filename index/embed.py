@@ -284,7 +284,6 @@ class FastEmbedder:
             if chosen != outputs[0].name:
                 log.info("model %s: pooling the ONNX output %r", self._where(), chosen)
                 model = self._construct(TextEmbedding, output=chosen)
-        _without_spinning(model, self.threads)
         self._check_produces_vectors(model)
         return model
 
@@ -434,34 +433,6 @@ def _onnx_outputs(model: Any) -> tuple[OnnxOutput, ...] | None:
         )
     except Exception:  # noqa: BLE001 — an introspection nicety, never a reason to fail
         return None
-
-
-def _without_spinning(model: Any, threads: int) -> None:
-    """Given a loaded fastembed model, rebuild its ONNX session (same file, same options) with
-    the thread pool's spinning off; a fastembed that keeps its session elsewhere is left as is.
-
-    onnxruntime's threads spin after every run by default, waiting for the next. carryd runs
-    the model for one query or one edited passage at a time and then answers, on cores shared
-    with other work: the spinning took the CPU from the recall that followed (at load 7 on two
-    cores, recall p50 25 -> 22 ms and 256 passages 3.8 -> 2.9 s without it). fastembed exposes
-    no such option, hence the rebuild (a second load of the file, once per process)."""
-    import onnxruntime as ort
-
-    inner = getattr(model, "model", None)
-    session = getattr(inner, "model", None)
-    path = getattr(session, "_model_path", None)
-    if session is None or not isinstance(path, str):
-        return
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.enable_cpu_mem_arena = False  # as `_construct` asks fastembed
-    if threads:
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = threads
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    providers = session.get_providers()
-    inner.model = ort.InferenceSession(path, sess_options=options, providers=providers)
 
 
 def _encodable(text: str) -> str:

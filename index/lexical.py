@@ -302,5 +302,6 @@ def _holds(rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     a binary search, where `isin` sorted a common term's tens of thousands of rows per query."""
     import numpy as np
 
-    at = np.minimum(np.searchsorted(rows, wanted), rows.size - 1)
+    # In the rows' own integer type: searching int64 values in int32 rows casts every row.
+    at = np.minimum(rows.searchsorted(wanted.astype(rows.dtype, copy=False)), rows.size - 1)
     return rows[at] == wanted

@@ -164,31 +164,6 @@ def test_real_embeddings_are_normalised_float32_in_input_order(model_dir: Path):
     assert embedder.embed_passages([]).shape == (0, 384)
 
 
-def test_the_session_does_not_spin_and_embeds_as_fastembeds_own(model_dir: Path):
-    """onnxruntime's threads spin after each run by default, taking shared cores from the
-    recall that follows: carryd's session has spinning off (and the arena, as asked), and
-    embeds what a session built as fastembed builds it embeds."""
-    import onnxruntime as ort
-
-    embedder = FastEmbedder(identity_for_folder(model_dir, {}), model_dir=model_dir, threads=1)
-    texts = ["sqlite write-ahead log", "cats sleep on warm laptops all afternoon long"]
-    vectors = embedder.embed_passages(texts)
-    inner = embedder._model.model  # noqa: SLF001 — fastembed's model holds the session
-    ours = inner.model
-    options = ours.get_session_options()
-    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
-    assert options.get_session_config_entry("session.inter_op.allow_spinning") == "0"
-    assert not options.enable_cpu_mem_arena and options.intra_op_num_threads == 1
-    plain = ort.SessionOptions()
-    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    plain.intra_op_num_threads = plain.inter_op_num_threads = 1
-    try:
-        inner.model = ort.InferenceSession(ours._model_path, sess_options=plain)  # noqa: SLF001
-        assert np.allclose(embedder.embed_passages(texts), vectors, atol=1e-6)
-    finally:
-        inner.model = ours  # the loaded model is shared by the process
-
-
 def test_prefixes_are_added_by_carryd(model_dir: Path):
     plain = FastEmbedder(identity_for_folder(model_dir, {}), model_dir=model_dir)
     prefixed = FastEmbedder(

@@ -237,7 +237,7 @@ def test_refreshing_from_the_change_log_equals_a_full_build(
             rebuilt = TermPostings.of(read.get(term, {}), fresh.row_of)
             assert kept.rows.tolist() == rebuilt.rows.tolist(), term
             assert kept.frequencies.tolist() == rebuilt.frequencies.tolist(), term
-            assert (kept.rows.dtype, kept.frequencies.dtype) == (ROW, COUNT)  # 8 bytes each
+            assert (kept.rows.dtype, kept.frequencies.dtype) == (ROW, COUNT)  # 12 bytes each
         assert answers(patched, rows) == answers(fresh, rows)
         snapshot = patched
 
@@ -324,8 +324,8 @@ def test_the_layered_mapping_behaves_as_a_dict_through_refreshes_and_flattening(
 def test_resident_postings_score_to_the_last_bit_as_read_ones(
     start: dict[str, tuple[tuple[str, ...], tuple[int, ...], str | None]], query: str
 ) -> None:
-    """The resident postings' 32-bit rows and frequencies give the very hits, scores and
-    confidences of the 64-bit ones a recaller reads from the store."""
+    """The resident postings' 32-bit frequencies give the very hits, scores and confidences of
+    the 64-bit floats a recaller reads from the store."""
     from carryd.index.lexical import search_rows
 
     rows = {i: raw(i, path_for(ws, i), ws, w) for i, (w, _, ws) in start.items()}
