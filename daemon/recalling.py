@@ -164,20 +164,14 @@ class Recaller:
             sorted(previous.row_of[i] for i in changed if i in previous.row_of), dtype=np.int64
         )
         row_of = snapshot.row_of
-        kept = {}
-        for term, postings in self._term_postings.items():
-            held_now = now.get(term)
-            held_before = False
-            if rows.size and postings.rows.size:
-                # Rows are ascending: where each changed row would go, and is it there.
-                at = np.minimum(np.searchsorted(postings.rows, rows), postings.rows.size - 1)
-                held_before = bool((postings.rows[at] == rows).any())
-            if held_now is None and not held_before:
-                kept[term] = postings
-                continue
-            frequencies = {row_of[i]: tf for i, tf in (held_now or {}).items() if i in row_of}
-            kept[term] = patched_postings(postings, rows, frequencies)
-        return kept
+        return {
+            term: patched_postings(
+                postings,
+                rows,
+                {row_of[i]: tf for i, tf in now.get(term, {}).items() if i in row_of},
+            )
+            for term, postings in self._term_postings.items()
+        }
 
     def _scope(
         self, snapshot: Snapshot, scopes: dict[str | None, Scope], workspace: str | None

@@ -19,13 +19,9 @@ gather (the relative order of the ids that stay does not change).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
-from carryd.index.lexical import TermPostings
+from carryd.index.lexical import TermPostings, with_rows, without_rows
 from carryd.index.snapshot_rows import Snapshot
-
-if TYPE_CHECKING:
-    import numpy as np
 
 __all__ = ["COUNT", "RESIDENT_MIN_DF", "ROW", "patched_resident", "resident_of"]
 
@@ -85,51 +81,15 @@ def patched_resident(
         )
     patched = {}
     for term, postings in resident.items():
-        rows, counts = _without(postings, gone)
+        rows, counts = without_rows(postings.rows, postings.frequencies, gone)
         if remap is not None:
             rows = remap[rows]  # only ids that stay are left: none maps to -1
         held = now.get(term)
         if held:
-            rows, counts = _with(rows, counts, held, row_of)
+            added = sorted((row_of[i], tf) for i, tf in held.items() if i in row_of and tf > 0)
+            rows, counts = with_rows(rows, counts, added)
         if rows is postings.rows:
             patched[term] = postings
         else:
             patched[term] = TermPostings(rows=rows, frequencies=counts)
     return patched
-
-
-def _without(postings: TermPostings, gone: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Given a term's postings and ascending rows to drop, return its rows and frequencies
-    without them (the same arrays when it holds none of them). Every resident term is asked
-    on every refresh, and an edit drops a row or two: one binary search call, then a few
-    Python comparisons, not five numpy calls a term."""
-    import numpy as np
-
-    rows, counts = postings.rows, postings.frequencies
-    size = rows.size
-    if not gone.size or not size:
-        return rows, counts
-    hit = [
-        at
-        for at, row in zip(rows.searchsorted(gone).tolist(), gone.tolist(), strict=True)
-        if at < size and rows[at] == row
-    ]
-    if not hit:
-        return rows, counts
-    return np.delete(rows, hit), np.delete(counts, hit)
-
-
-def _with(
-    rows: np.ndarray, counts: np.ndarray, held: Mapping[str, int], row_of: Mapping[str, int]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Given ascending rows (none of them a changed entry's) and {id: tf} of the changed
-    entries that hold the term now, return the rows and frequencies with theirs inserted."""
-    import numpy as np
-
-    pairs = sorted((row_of[i], tf) for i, tf in held.items() if i in row_of and tf > 0)
-    if not pairs:
-        return rows, counts
-    new_rows = np.fromiter((row for row, _ in pairs), ROW, len(pairs))
-    new_counts = np.fromiter((tf for _, tf in pairs), COUNT, len(pairs))
-    at = np.searchsorted(rows, new_rows)
-    return np.insert(rows, at, new_rows), np.insert(counts, at, new_counts)
