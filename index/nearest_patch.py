@@ -82,18 +82,18 @@ def cosines_of(
     ids: Iterable[str],
     vector: np.ndarray,
     *,
-    mask: np.ndarray,
+    mask: np.ndarray | None,
     floor: float,
 ) -> list[tuple[str, float]]:
     """Given the vector rows (`vector_of`: id → its live row), some ids, the query vector, the
-    candidate mask (live, in scope, readable) and the floor, return (id, cosine) of those ids
-    that are candidates, computed as `nearest` computes them."""
+    candidate mask (live, in scope, readable; None: every row) and the floor, return (id,
+    cosine) of those ids that are candidates, computed as `nearest` computes them."""
     import numpy as np
 
     rows: Sequence[tuple[int, str]] = sorted(
         (vector_of[entry_id], entry_id) for entry_id in ids if entry_id in vector_of
     )
-    rows = [(row, entry_id) for row, entry_id in rows if mask[row]]
+    rows = [(row, entry_id) for row, entry_id in rows if mask is None or mask[row]]
     if not rows:
         return []
     at = np.fromiter((row for row, _ in rows), dtype=np.int64, count=len(rows))

@@ -37,6 +37,7 @@ from carryd.index.fusion import (
 )
 from carryd.index.l0 import L0Source
 from carryd.index.lexical import TermPostings, search_rows
+from carryd.index.nearest_patch import cosines_of
 from carryd.index.snapshot import Scope, Snapshot
 from carryd.index.snapshot_sketch import Sketch, shortlist
 from carryd.index.sync import EntryRow
@@ -287,25 +288,30 @@ def _places(
     """Given the query vector and the arms' candidates, return id → the place of its cosine on
     the calibration's ramp for every candidate the model reads (a live, in-scope vector of an
     L0 the model reads: `scope.vector_mask`), nominated by the semantic arm or not."""
-    import numpy as np
-
-    places: dict[str, float] = {}
-    missing: list[tuple[str, int]] = []
-    for arm in arms:
-        for candidate in arm.candidates:
-            if arm.name == "semantic":
-                places[candidate.id] = calibration.place(candidate.raw)
-                continue
-            position = snapshot.vector_of.get(candidate.id)
-            if position is not None and (scope.vector_mask is None or scope.vector_mask[position]):
-                missing.append((candidate.id, position))
-    missing = [(entry_id, position) for entry_id, position in missing if entry_id not in places]
-    if missing and snapshot.matrix is not None:
-        rows = np.fromiter((position for _, position in missing), np.int64, count=len(missing))
+    places = {
+        candidate.id: calibration.place(candidate.raw)
+        for arm in arms
+        if arm.name == "semantic"
+        for candidate in arm.candidates
+    }
+    others = [
+        candidate.id
+        for arm in arms
+        if arm.name != "semantic"
+        for candidate in arm.candidates
+        if candidate.id not in places
+    ]
+    if others and snapshot.matrix is not None:
         # The same float32 dot product, row by row, as `nearest` scores the nominees with.
-        cosines = np.einsum("ij,j->i", snapshot.matrix[rows], vector)
-        for (entry_id, _), cosine in zip(missing, cosines.tolist(), strict=True):
-            places[entry_id] = calibration.place(float(cosine))
+        found = cosines_of(
+            snapshot.matrix,
+            snapshot.vector_of,
+            others,
+            vector,
+            mask=scope.vector_mask,
+            floor=float("-inf"),
+        )
+        places.update((entry_id, calibration.place(cosine)) for entry_id, cosine in found)
     return places
 
 
