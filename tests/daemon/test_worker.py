@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import tomllib
 
@@ -394,14 +395,14 @@ def test_the_verify_task_repairs_damage_inside_the_index(tmp_path, use_model) ->
         store.close()
 
 
-def test_a_batch_also_rewrites_a_damaged_carry_of_another_workspace(tmp_path, use_model) -> None:
-    """A carry cut short is rewritten by the daemon's next batch, whatever that batch touched."""
-    import os
-
-    from carryd.daemon.layout import check_carry, open_store
+@contextlib.contextmanager
+def two_workspace_indexer(tmp_path, use_model):  # type: ignore[no-untyped-def]
+    """An `Indexer` over a root of two workspaces, `ws` and `other`, one entry each (the
+    real model and store); yields (root, settings, indexer) and closes both after."""
+    from carryd.daemon.layout import open_store
     from carryd.daemon.model import load_embedder_for
     from carryd.daemon.state import DaemonState
-    from carryd.daemon.worker import Batch, Indexer
+    from carryd.daemon.worker import Indexer
 
     root = tmp_path / "root"
     for workspace in ("ws", "other"):
@@ -414,6 +415,20 @@ def test_a_batch_also_rewrites_a_damaged_carry_of_another_workspace(tmp_path, us
         settings_, store=store, embedder=embedder, degraded=degraded, state=DaemonState(settings_)
     )
     try:
+        yield root, settings_, indexer
+    finally:
+        indexer.close()
+        store.close()
+
+
+def test_a_batch_also_rewrites_a_damaged_carry_of_another_workspace(tmp_path, use_model) -> None:
+    """A carry cut short is rewritten by the daemon's next batch, whatever that batch touched."""
+    import os
+
+    from carryd.daemon.layout import check_carry
+    from carryd.daemon.worker import Batch
+
+    with two_workspace_indexer(tmp_path, use_model) as (root, settings_, indexer):
         indexer.run("reconcile")
         whole = (settings_.carry_dir / "other.md").read_bytes()
         os.truncate(settings_.carry_dir / "other.md", 100)
@@ -422,9 +437,6 @@ def test_a_batch_also_rewrites_a_damaged_carry_of_another_workspace(tmp_path, us
         indexer.apply(Batch(frozenset({"ws/a.md"}), frozenset(), frozenset(), events=1))
         assert (settings_.carry_dir / "other.md").read_bytes() == whole
         assert check_carry(settings_, "other").state == "fresh"
-    finally:
-        indexer.close()
-        store.close()
 
 
 def test_a_batch_reads_another_carry_again_only_when_its_files_moved(
@@ -436,10 +448,7 @@ def test_a_batch_reads_another_carry_again_only_when_its_files_moved(
     import os
 
     import carryd.daemon.carry_damage_watch as watch
-    from carryd.daemon.layout import open_store
-    from carryd.daemon.model import load_embedder_for
-    from carryd.daemon.state import DaemonState
-    from carryd.daemon.worker import Batch, Indexer
+    from carryd.daemon.worker import Batch
 
     checked: list[str] = []
     check = watch.carry_damage
@@ -449,17 +458,7 @@ def test_a_batch_reads_another_carry_again_only_when_its_files_moved(
         return check(settings, workspace)  # type: ignore[arg-type]
 
     monkeypatch.setattr(watch, "carry_damage", counted)
-    root = tmp_path / "root"
-    for workspace in ("ws", "other"):
-        (root / workspace).mkdir(parents=True)
-        (root / workspace / "a.md").write_text(f"# {workspace}\nThe {workspace} entry.\n")
-    settings_ = parse_settings({"root": str(root), "model": {"model_path": str(use_model)}})
-    embedder, degraded = load_embedder_for(settings_)
-    store = open_store(settings_)
-    indexer = Indexer(
-        settings_, store=store, embedder=embedder, degraded=degraded, state=DaemonState(settings_)
-    )
-    try:
+    with two_workspace_indexer(tmp_path, use_model) as (root, settings_, indexer):
         indexer.run("reconcile")
         whole = (settings_.carry_dir / "other.md").read_bytes()
         for number in range(3):
@@ -470,9 +469,6 @@ def test_a_batch_reads_another_carry_again_only_when_its_files_moved(
         (root / "ws" / "a.md").write_text("# ws\nThe ws entry, edited again.\n")
         indexer.apply(Batch(frozenset({"ws/a.md"}), frozenset(), frozenset(), events=1))
         assert (settings_.carry_dir / "other.md").read_bytes() == whole
-    finally:
-        indexer.close()
-        store.close()
 
 
 def test_an_edit_refreshes_the_shared_warm_snapshot_from_the_change_log(
