@@ -194,8 +194,9 @@ def reference(
     return sorted(scored, key=lambda item: (-item[1], item[0]))
 
 
-@settings(max_examples=80, deadline=None)
-@given(
+# A small root, a query over (mostly) its words, a limit and a scope: what the property tests
+# of the vectorised search draw.
+SEARCHES = (
     st.dictionaries(
         st.sampled_from([f"mem_{n:02}" for n in range(20)]),
         st.lists(
@@ -209,6 +210,10 @@ def reference(
     st.one_of(st.none(), st.integers(1, 6)),
     st.one_of(st.none(), st.sets(st.sampled_from([f"mem_{n:02}" for n in range(20)]))),
 )
+
+
+@settings(max_examples=80, deadline=None)
+@given(*SEARCHES)
 def test_vectorised_search_equals_the_written_out_formula(
     documents: dict[str, str], query: str, limit: int | None, allowed: set[str] | None
 ) -> None:
@@ -273,20 +278,7 @@ def test_patched_postings_equal_a_fresh_build_after_an_edit() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(
-    st.dictionaries(
-        st.sampled_from([f"mem_{n:02}" for n in range(20)]),
-        st.lists(
-            st.sampled_from("alpha beta gamma delta 数据 向量 err_x".split()), max_size=12
-        ).map(" ".join),
-        min_size=1,
-    ),
-    st.lists(
-        st.sampled_from("alpha beta gamma zeta 数据 err_x".split()), min_size=1, max_size=4
-    ).map(" ".join),
-    st.one_of(st.none(), st.integers(1, 6)),
-    st.one_of(st.none(), st.sets(st.sampled_from([f"mem_{n:02}" for n in range(20)]))),
-)
+@given(*SEARCHES)
 def test_a_query_of_rare_terms_looks_only_at_the_rows_holding_them(
     documents: dict[str, str], query: str, limit: int | None, allowed: set[str] | None
 ) -> None:
