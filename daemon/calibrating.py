@@ -21,9 +21,12 @@ import threading
 from typing import TYPE_CHECKING
 
 from carryd.index.calibration import (
+    MEASURE_VERSION,
+    QUERY_SAMPLE,
     StoredCalibration,
     measure_corpus,
     needs_measuring,
+    pseudo_query,
     reference_calibration,
     sample_ids,
 )
@@ -34,6 +37,7 @@ from carryd.index.store import Batch
 from carryd.index.tokenize import cjk_share
 
 if TYPE_CHECKING:
+    import numpy as np
     from carryd.index.calibration import UnrelatedCosines
     from carryd.index.embed import Embedder
     from carryd.index.fusion import SemanticCalibration
@@ -89,6 +93,7 @@ def _current(stored: StoredCalibration | None, key: str) -> bool:
         stored is not None
         and stored.identity == key
         and stored.reference_version == REFERENCE_VERSION
+        and stored.method == MEASURE_VERSION
     )
 
 
@@ -97,7 +102,10 @@ def _measure_reference(embedder: Embedder) -> StoredCalibration:
     vectors = embedder.embed_passages(list(UNRELATED))
     english = embedder.embed_passages([english for english, _ in TRANSLATIONS])
     chinese = embedder.embed_passages([chinese for _, chinese in TRANSLATIONS])
-    measured = reference_calibration(embedder.identity.name, vectors, UNRELATED, english, chinese)
+    queries = _embed_queries(embedder, [pseudo_query(text, "firstSentence") for text in UNRELATED])
+    measured = reference_calibration(
+        embedder.identity.name, vectors, UNRELATED, english, chinese, queries
+    )
     if measured is None:  # cannot happen with the shipped notes: each is its own subject
         raise ValueError("the reference notes are too few to measure the model on")
     calibration, cosines = measured
@@ -164,16 +172,31 @@ def _measure_corpus(
     if not chosen:
         return None
     matrix = np.vstack([np.frombuffer(blobs[entry_id], dtype=np.float32) for entry_id in chosen])
+    readable = [
+        multilingual or cjk_share(rows[entry_id].l0) < CJK_SHARE_UNREADABLE for entry_id in chosen
+    ]
+    # The pseudo-queries: a seeded sample of the L0s the model reads, each cut to a query's shape.
+    asked = sample_ids([i for i, read in zip(chosen, readable, strict=True) if read], QUERY_SAMPLE)
+    texts = [pseudo_query(rows[entry_id].l0, rows[entry_id].l0_source) for entry_id in asked]
+    kept = [position for position, text in enumerate(texts) if text]
     return measure_corpus(
         identity.name,
         matrix,
         [rows[entry_id].path for entry_id in chosen],
         multilingual=multilingual,
-        readable=[
-            multilingual or cjk_share(rows[entry_id].l0) < CJK_SHARE_UNREADABLE
-            for entry_id in chosen
-        ],
+        readable=readable,
+        queries=_embed_queries(embedder, [texts[position] for position in kept]),
+        query_groups=[rows[asked[position]].path for position in kept],
     )
+
+
+def _embed_queries(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """Given texts, return their query vectors (one row each; [0, dim] for none)."""
+    import numpy as np
+
+    if not texts:
+        return np.zeros((0, 1), dtype=np.float32)
+    return np.vstack([embedder.embed_query(text) for text in texts])
 
 
 def calibration_in_use(store: Store, embedder: Embedder) -> StoredCalibration:

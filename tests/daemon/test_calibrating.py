@@ -22,7 +22,7 @@ from carryd.daemon.layout import open_store
 from carryd.daemon.model import load_embedder_for
 from carryd.daemon.recalling import Recaller
 from carryd.daemon.status import render_text, status_report
-from carryd.index.calibration import StoredCalibration
+from carryd.index.calibration import StoredCalibration, unrelated_cosines
 from carryd.index.embed import Embedder
 from carryd.index.store import Store
 
@@ -289,3 +289,37 @@ def test_status_shows_the_calibration_in_use(
     assert calibration["pairs"] > 0 and calibration["floor"] < calibration["ceiling"]
     (line,) = [line for line in render_text(report, now=0).splitlines() if "calibration" in line]
     assert line.startswith("calibration: corpus, ") and "floor" in line and "ceiling" in line
+
+
+def conversation(number: int, text: str) -> str:
+    """Given a FILES note file, return it as a conversation: every note a turn under a
+    speaker heading, so every L0 starts with a speaker's name (LoCoMo's shape)."""
+    notes = [part.split("\n\n", 1)[1].strip() for part in text.split("## ")[1:]]
+    turns = [
+        f"### {('Caroline', 'Melanie')[turn % 2]} · D{number}:{turn + 1}\n\n{note}\n"
+        for turn, note in enumerate(notes)
+    ]
+    return "\n".join(turns)
+
+
+def test_the_ramp_is_read_on_query_shaped_text_not_on_the_headings_l0s_share(
+    tmp_path: Path, model_dir: Path, stores: list[Store]
+) -> None:
+    """Every L0 of a conversation starts with a speaker's name, a question does not: the ramp
+    a question's cosine is read on comes from the L0s' openings without their headings, so it
+    lies well below the cosines between the L0s themselves."""
+    root = tmp_path / "talk"
+    write_root(
+        root,
+        {f"s{number}.md": conversation(number, text) for number, text in enumerate(FILES.values())},
+    )
+    _, store, embedder = indexed(root, model_dir, stores)
+    stored = stored_calibration(store)
+    assert stored is not None and stored.calibration.source == "corpus"
+    ids, matrix = store.vectors(embedder.identity.key())
+    rows = store.entries_by_id(list(ids))
+    assert all(rows[entry_id].l0.startswith(("Caroline — ", "Melanie — ")) for entry_id in ids)
+    pairs = unrelated_cosines(matrix, [rows[entry_id].path for entry_id in ids])
+    assert pairs is not None
+    assert stored.calibration.ramp_from < pairs.ramp_from - 0.05
+    assert stored.calibration.ceiling < pairs.ceiling

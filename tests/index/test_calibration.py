@@ -7,10 +7,15 @@ import numpy as np
 import pytest
 from carryd.daemon.config import INJECT_GATE
 from carryd.index.calibration import (
+    HEADING_SEPARATOR,
+    MEASURE_VERSION,
+    QUERY_WORDS,
     StoredCalibration,
     calibrate,
     measure_corpus,
     needs_measuring,
+    pseudo_query,
+    query_ramp,
     reads_chinese,
     reference_calibration,
     sample_ids,
@@ -18,6 +23,7 @@ from carryd.index.calibration import (
 )
 from carryd.index.calibration_reference import REFERENCE_VERSION, TRANSLATIONS, UNRELATED
 from carryd.index.fusion import SemanticCalibration
+from carryd.index.l0 import l0_from_title
 
 from tests.calibrations import MINILM
 
@@ -132,7 +138,10 @@ def test_a_calibration_is_a_semantic_calibration() -> None:
 
 
 def stored(
-    identity: str = "model-a", entries: int = 100, version: int = REFERENCE_VERSION
+    identity: str = "model-a",
+    entries: int = 100,
+    version: int = REFERENCE_VERSION,
+    method: int = MEASURE_VERSION,
 ) -> StoredCalibration:
     measured = measure_corpus("m", corpus(), GROUPS, multilingual=False)
     assert measured is not None
@@ -145,6 +154,7 @@ def stored(
         mean=record.mean,
         spread=record.spread,
         reference_version=version,
+        method=method,
     )
 
 
@@ -154,6 +164,7 @@ def stored(
         (None, "model-a", 10, True),  # never measured
         (stored(), "model-b", 100, True),  # another model
         (stored(version=REFERENCE_VERSION - 1), "model-a", 100, True),  # other reference notes
+        (stored(method=MEASURE_VERSION - 1), "model-a", 100, True),  # measured the older way
         (stored(), "model-a", 101, False),  # an edit
         (stored(), "model-a", 199, False),
         (stored(), "model-a", 200, True),  # doubled
@@ -250,3 +261,59 @@ def test_no_calibration_constant_in_the_code() -> None:
             value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
                 assert value.func.id != "SemanticCalibration", f"{path.name}:{node.lineno}"
+
+
+def test_a_pseudo_query_is_the_opening_of_an_l0_without_its_heading() -> None:
+    body = "I went to a LGBTQ support group yesterday and it was so powerful, really moving."
+    l0, source = l0_from_title("Caroline · D1:3", body)
+    assert source == "heading" and l0.startswith("Caroline" + HEADING_SEPARATOR)
+    words = body.split()[:QUERY_WORDS]
+    assert pseudo_query(l0, source) == " ".join(words)
+    # An L0 without a heading keeps its opening words, whatever dash its text holds.
+    assert pseudo_query("npm publish — needs OTP.", "firstSentence") == "npm publish — needs OTP."
+    assert pseudo_query("Short note…", "truncate") == "Short note"
+
+
+def scaffolded(vectors: np.ndarray, share: float) -> np.ndarray:
+    """Given unit vectors, return them with a component every row shares (the heading
+    scaffolding a corpus's L0s have in common), unit again."""
+    shared = np.zeros((len(vectors), 1)) + 1.0
+    rows = np.hstack([np.sqrt(1 - share) * vectors, np.sqrt(share) * shared])
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_the_ramp_is_read_on_pseudo_queries_and_the_floor_on_l0_pairs() -> None:
+    """L0s sharing scaffolding sit closer to each other than a query sits to them: the ramp a
+    query's cosine is read on comes from (pseudo-query, L0) pairs of different files, the
+    nomination floor from the L0 pairs."""
+    plain = corpus()
+    l0s = scaffolded(plain, 0.3)
+    queries = np.hstack([plain, np.zeros((len(plain), 1))])  # the same texts, no scaffolding
+    pairs = unrelated_cosines(l0s, GROUPS)
+    ramp = query_ramp(queries, GROUPS, l0s, GROUPS)
+    assert pairs is not None and ramp is not None
+    measured = measure_corpus(
+        "m", l0s, GROUPS, multilingual=False, queries=queries, query_groups=GROUPS
+    )
+    assert measured is not None
+    calibration, record = measured
+    assert record == pairs and calibration.floor == pairs.floor
+    assert (calibration.ramp_from, calibration.ceiling) == (ramp.ramp_from, ramp.ceiling)
+    assert calibration.ramp_from < pairs.ramp_from - 0.1  # the scaffolding no longer counts
+    # Without pseudo-queries the L0 pairs give the ramp too.
+    alone = calibrate("m", l0s, GROUPS, multilingual=False)
+    assert alone is not None and (alone.ramp_from, alone.ceiling) == (
+        pairs.ramp_from,
+        pairs.ceiling,
+    )
+    # A pseudo-query is never paired with an L0 of its own file, and too few pairs tell nothing.
+    assert query_ramp(queries[:5], GROUPS[:5], l0s[:5], GROUPS[:5]) is None
+
+
+def test_a_record_without_its_method_is_of_the_older_method() -> None:
+    record = stored()
+    assert StoredCalibration.from_json(record.to_json()) == record
+    text = record.to_json().replace(f', "method": {MEASURE_VERSION}', "")
+    older = StoredCalibration.from_json(text)
+    assert older is not None and older.method == 1
+    assert needs_measuring(older, "model-a", 100)
