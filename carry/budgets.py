@@ -19,7 +19,7 @@ class MemorySelectionPolicy:
 
     # A calibrated probability of relevance (recall's confidence): the daemon's INJECT_GATE
     # (carryd.daemon.config, where it is explained), kept equal by a test.
-    min_score: float = 0.04
+    min_score: float = 0.03
     top_k: int = 5
     max_chars: int = 3_000
     max_tokens: int = 800

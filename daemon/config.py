@@ -72,10 +72,10 @@ class ModelSettings:
 # held-out half: among the round gates at which no set and model injects more than 5% of its
 # negative controls, the highest keeping >= 65% of gold entries passing everywhere, else the lowest
 # of them. With both test models no such gate keeps LoCoMo's gold at 65% on the fitting half
-# (0.02 would, but there 15.6% of the second model's LoCoMo negative controls inject), so the
-# negative controls set it. A low number on purpose: a conversation turn is rarely more likely the
-# answer than not.
-INJECT_GATE = 0.04
+# (0.02 would, but there the second model's LoCoMo negative controls and CMRC's inject more than
+# 5%), so the negative controls set it. A low number on purpose: a conversation turn is rarely
+# more likely the answer than not.
+INJECT_GATE = 0.03
 
 
 @dataclass(frozen=True)

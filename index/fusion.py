@@ -121,10 +121,10 @@ _LEVEL_ORDER: Mapping[ParentLevel, int] = {"topic": 0, "file": 1, "workspace": 2
 
 # P(relevant | evidence) = σ(w0 + w_share·share + w_saturation·saturation + w_place·place) for an
 # entry holding a query term: fitted by maximum likelihood on the fitting half of both development
-# sets with the test MiniLM (`bench/bench_recall.py --fit`; every fused hit holding a query term
-# whose L0 the model reads). Model-free because the place is: the second test model
-# (paraphrase-MiniLM-L3) was never fitted on.
-COMBINED_WEIGHTS = (-4.088, 4.057, 1.057, 0.885)
+# sets with the test MiniLM (`bench/bench_recall.py --fit`; the top 50 fused hits of each answer
+# that hold a query term and whose L0 the model reads). Model-free because the place is: the
+# second test model (paraphrase-MiniLM-L3) was never fitted on.
+COMBINED_WEIGHTS = (-4.855, 4.129, 0.674, 0.752)
 # P(relevant | place) = σ(w0 + w1·place) for a nominee holding no query term: the semantic arm's
 # own vote (σ(w0) ≈ 0.13 at the ramp's start, ≈ 0.2 at place 2.5; fitted with the earlier
 # noisy-OR, when semantic nominees were the only semantic evidence). The combined model cannot
@@ -142,14 +142,15 @@ class SemanticCalibration:
 
     Every model has its own cosine range (all-MiniLM spreads unrelated text over 0.0–0.6, E5
     squeezes everything into 0.7–0.9), so a cosine is read by its place on the model's ramp,
-    ``place = (cosine - ramp_from) / (ceiling - ramp_from)`` (0 where 4% of unrelated L0 pairs
-    lie above, 1 where 0.5% do, for a measured calibration), which the combined model reads with
+    ``place = (cosine - ramp_from) / (ceiling - ramp_from)`` (0 where 4% of unrelated
+    query-shaped pairs lie above, 1 where 0.5% do, for a measured calibration: see
+    `carryd.index.calibration`), which the combined model reads with
     model-free weights (`COMBINED_WEIGHTS`; `SEMANTIC_WEIGHTS` for a nominee alone). The
     semantic arm nominates only entries above `floor`, so a near-random cosine never enters
     the ranking; it still counts, as evidence, for a candidate the lexical arm found.
 
     `carryd.index.calibration.calibrate` measures the three cosines on the user's own corpus
-    (quantiles of the cosines between unrelated L0s), or on carryd's reference notes when the
+    (quantiles of the cosines between unrelated texts), or on carryd's reference notes when the
     corpus is too small, with no per-model number (`source`).
 
     `multilingual`: an English-only model cannot read Chinese, so for such a model the semantic

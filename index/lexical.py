@@ -41,8 +41,8 @@ multiplying two probabilities: the arms are not independent (a turn that shares 
 words usually shares its meaning too).
 
 The weights (`CONFIDENCE_WEIGHTS`) are fitted by maximum likelihood on the fitting half of both
-development sets (LoCoMo split by conversation, CMRC by article; every fused hit of each real
-query, relevant = overlaps a gold entry; `bench/bench_recall.py --fit`, the test MiniLM) and
+development sets (LoCoMo split by conversation, CMRC by article; the top 50 fused hits of each
+real query, relevant = overlaps a gold entry; `bench/bench_recall.py --fit`, the test MiniLM) and
 reported on the held-out half. A probability is honest about LoCoMo's one-gold-turn labels: few
 conversation turns are more likely the answer than not, so the inject gate is a low probability
 (`recall.min_confidence`, see `carryd.daemon.config`).
@@ -77,7 +77,7 @@ __all__ = [
 K1 = 1.2
 B = 0.3  # length normalisation: see the module docstring
 # P(relevant | lexical evidence) = σ(w0 + w1·share + w2·saturation): see the module docstring.
-CONFIDENCE_WEIGHTS = (-6.498, 5.614, 6.697)
+CONFIDENCE_WEIGHTS = (-6.348, 4.499, 8.996)
 
 
 @dataclass(frozen=True)

@@ -102,7 +102,7 @@ def test_a_cosine_far_below_the_floor_lowers_a_lexical_hit() -> None:
     # Not a noisy-OR: the semantic evidence can speak against a hit, not only for it.
     arm = evidenced("x", 0.6, 0.3, 0.2)
     (unrelated,) = fuse([arm], min_confidence=0.05, places={"x": -5.0})
-    (related,) = fuse([arm], min_confidence=0.05, places={"x": 1.0})
+    (related,) = fuse([arm], min_confidence=0.05, places={"x": 2.0})
     assert unrelated.confidence < arm.candidates[0].confidence < related.confidence
     assert unrelated.decision == "below_threshold" and related.decision == "inject"
     assert unrelated.lexical is not None and unrelated.lexical.share == 0.6
