@@ -286,6 +286,7 @@ class Daemon:
                 state=state,
                 progress=self._sync_progress(state),
                 warm=warm,
+                child_syncs=True,
             )
             return self._indexer
 

@@ -18,7 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from carryd.daemon.scan import Problem, in_scope, is_markdown, read_markdown, scan_paths, scan_root
+from carryd.daemon.scan import (
+    Problem,
+    ScanResult,
+    in_scope,
+    is_markdown,
+    read_markdown,
+    scan_paths,
+    scan_root,
+)
 from carryd.index.entries import Entry, parse_entries
 from carryd.index.redact import redact
 from carryd.index.sync import (
@@ -102,17 +110,7 @@ def read_changes(
     root = settings.root_path
     now_ns = time.time_ns()
     work = Work()
-    if paths is None:
-        scan = scan_root(root, settings.index)
-        indexed = store.file_records()
-    else:
-        wanted = relative_paths(root, paths)
-        scan = scan_paths(root, wanted, settings.index)
-        scope = {path for path in wanted if is_markdown(path) and in_scope(path, settings.index)}
-        for path in wanted:
-            scope.update(store.file_paths_under(path))
-        scope.update(scan.files)
-        indexed = store.file_records(scope)
+    scan, indexed = _on_disk(settings, store, paths)
     work.problems.extend(scan.problems)
     file_plan = plan(scan.files, indexed)
     to_read = sorted(scan.files) if lexicon_stale else file_plan.to_read
@@ -143,6 +141,31 @@ def read_changes(
             work.file_rows.append(fresh)
     work.deleted_files = sorted(path for path in indexed if path not in kept)
     return work
+
+
+def bytes_to_read(settings: Settings, store: Store, paths: Iterable[str] | None) -> int:
+    """Given the paths that changed (None: all), return the bytes of the Markdown files a sync
+    would read, from a stat walk against the files table (no file is opened): how big the
+    sync will be, before any of its work is done."""
+    scan, indexed = _on_disk(settings, store, paths)
+    return sum(scan.files[path].size for path in plan(scan.files, indexed).to_read)
+
+
+def _on_disk(
+    settings: Settings, store: Store, paths: Iterable[str] | None
+) -> tuple[ScanResult, dict[str, FileRecord]]:
+    """Given the paths that changed (None: all), return their stat walk and the records of
+    the indexed files in the same scope."""
+    root = settings.root_path
+    if paths is None:
+        return scan_root(root, settings.index), store.file_records()
+    wanted = relative_paths(root, paths)
+    scan = scan_paths(root, wanted, settings.index)
+    scope = {path for path in wanted if is_markdown(path) and in_scope(path, settings.index)}
+    for path in wanted:
+        scope.update(store.file_paths_under(path))
+    scope.update(scan.files)
+    return scan, store.file_records(scope)
 
 
 def entry_changes(

@@ -32,6 +32,7 @@ from carryd.daemon.carrying import CarryResult, write_carries
 from carryd.daemon.indexing import sync_root
 from carryd.daemon.layout import list_workspaces
 from carryd.daemon.recall_access import LocalRecall, ThreadRecall
+from carryd.daemon.sync_child import sync_root_forked
 from carryd.daemon.verifying import repair_root, verify_root
 
 if TYPE_CHECKING:
@@ -367,8 +368,11 @@ class Indexer:
         state: DaemonState,
         progress: Callable[[int, int], None] | None = None,
         warm: WarmSnapshot | None = None,
+        child_syncs: bool = False,
     ) -> None:
         self.settings = settings
+        # The daemon's: a big sync runs in a child process (`carryd.daemon.sync_child`).
+        self._sync_root = sync_root_forked if child_syncs else sync_root
         self.store = store  # owned by the caller, which closes it after the worker stops
         self.embedder = embedder
         self.degraded = degraded
@@ -418,7 +422,7 @@ class Indexer:
         report = None
         if paths is None or paths:
             try:
-                report = sync_root(
+                report = self._sync_root(
                     self.settings,
                     store=self.store,
                     embedder=self.embedder,
