@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 from carryd.index.calibration_reference import REFERENCE_VERSION
 from carryd.index.fusion import CJK_SHARE_UNREADABLE, CalibrationSource, SemanticCalibration
-from carryd.index.l0 import ELLIPSIS
+from carryd.index.l0 import ELLIPSIS, HEADING_SEPARATOR
 from carryd.index.tokenize import cjk_share
 
 if TYPE_CHECKING:
@@ -69,7 +69,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CEILING",
     "FLOOR",
-    "HEADING_SEPARATOR",
     "MEASURE_VERSION",
     "QUERY_SAMPLE",
     "QUERY_WORDS",
@@ -103,8 +102,6 @@ _SEED = 20261130
 # a question's length; how many sampled L0s are embedded as queries to measure a corpus.
 QUERY_WORDS = 8
 QUERY_SAMPLE = 400
-# What `carryd.index.l0` puts between a heading and the opening of the body (a test pins it).
-HEADING_SEPARATOR = " — "
 # How the calibration is measured: a stored record of an older method is measured again.
 MEASURE_VERSION = 2
 # Measured again when the corpus has grown or shrunk by this factor since (never per edit).

@@ -43,7 +43,8 @@ ELLIPSIS = "…"
 # and a bound on the cost of pathological Markdown.
 _LEAD_LIMIT = 4000
 _TRAILING_JUNK = frozenset(" \t,;:、，；：—–-([（【")
-_SEPARATOR = " — "
+# Between a heading used as an abstract and the opening of its body.
+HEADING_SEPARATOR = " — "
 # A word boundary this far into the budget is worth cutting at; nearer the start it costs
 # too much of the abstract, so cut mid-word (still on a grapheme boundary).
 _WORD_BOUNDARY_MIN_SHARE = 0.6
@@ -375,7 +376,7 @@ def l0_from_title(title: str | None, body: str, *, max_chars: int = 100) -> tupl
             return truncate(topic, max_chars), "truncate"
         if not lead:
             return topic, "heading"
-        separator = " " if topic.endswith((":", "：")) else _SEPARATOR
+        separator = " " if topic.endswith((":", "：")) else HEADING_SEPARATOR
         filled = truncate(f"{topic}{separator}{lead}", max_chars)
         if len(filled) - len(ELLIPSIS) <= len(topic) + len(separator):
             return topic, "heading"  # no room for even a word of the body

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from carryd.daemon.config import INJECT_GATE
 from carryd.index.calibration import (
-    HEADING_SEPARATOR,
     MEASURE_VERSION,
     QUERY_WORDS,
     StoredCalibration,
@@ -23,7 +22,7 @@ from carryd.index.calibration import (
 )
 from carryd.index.calibration_reference import REFERENCE_VERSION, TRANSLATIONS, UNRELATED
 from carryd.index.fusion import SemanticCalibration
-from carryd.index.l0 import l0_from_title
+from carryd.index.l0 import HEADING_SEPARATOR, l0_from_title
 
 from tests.calibrations import MINILM
 
