@@ -36,7 +36,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -46,6 +46,7 @@ from carryd.daemon.config import Settings, load_settings
 from carryd.daemon.control import ControlServer, socket_answers
 from carryd.daemon.daemon_lock import LOCK_FILE, DaemonLock  # noqa: F401 — re-exported
 from carryd.daemon.errors import ConfigError
+from carryd.daemon.interruptible import InterruptibleEmbedder
 from carryd.daemon.layout import open_store
 from carryd.daemon.model import load_embedder_for
 from carryd.daemon.notify import sd_notify
@@ -66,7 +67,7 @@ from carryd.index.snapshot_postings import RESIDENT_MIN_DF
 from carryd.index.store import Store
 
 if TYPE_CHECKING:
-    import numpy as np
+    pass
 
 # What `signal.signal` returns and takes back: a handler, a SIG_* constant or None.
 SignalHandler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
@@ -79,45 +80,6 @@ EXTEND_EVERY = 10.0
 EXTEND_BY_USEC = 30_000_000
 # A sync embedding at least this many entries logs its progress (a cold root, a new model).
 LOG_PROGRESS_FROM = 500
-
-
-# --- stopping between embedding slices ------------------------------------------------------
-
-
-class InterruptibleEmbedder:
-    """The worker's embedder: embeds passages in slices of the model's batch size and raises
-    StopSync between two slices once a stop is asked, so SIGTERM during a cold reconcile waits
-    for one batch, not for the sync's whole chunk (thousands of L0s, minutes on a busy machine).
-
-    The passages are sorted by length once, as the model itself sorts them, so every slice is
-    exactly one of the batches the model would have run: the vectors are the same bytes.
-    """
-
-    def __init__(self, embedder: Embedder, *, slice_size: int, stopping: Callable[[], bool]):
-        self.identity = embedder.identity
-        self._embedder = embedder
-        self._slice = max(1, slice_size)
-        self._stopping = stopping
-
-    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        import numpy as np
-
-        order = sorted(range(len(texts)), key=lambda position: len(texts[position]))
-        slices = []
-        for start in range(0, len(order), self._slice):
-            if self._stopping():
-                raise StopSync(f"stop asked after {start} of {len(texts)} passages")
-            part = order[start : start + self._slice]
-            slices.append(self._embedder.embed_passages([texts[position] for position in part]))
-        if not slices:
-            return self._embedder.embed_passages(texts)
-        vectors = np.concatenate(slices)
-        result = np.empty_like(vectors)
-        result[order] = vectors
-        return result
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self._embedder.embed_query(text)
 
 
 # --- the daemon --------------------------------------------------------------------------

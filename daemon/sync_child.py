@@ -178,8 +178,8 @@ def _combined(child: SyncReport, here: SyncReport) -> SyncReport:
 
 def main() -> int:
     """The child: read (settings, model identity key, paths) from stdin, sync, report on stdout."""
+    from carryd.daemon.interruptible import InterruptibleEmbedder
     from carryd.daemon.model import load_embedder_for
-    from carryd.daemon.run import InterruptibleEmbedder
 
     logging.basicConfig(
         level=logging.INFO,
