@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from carryd.daemon.calibrating import refresh_calibration
 from carryd.daemon.config import Settings
@@ -70,9 +70,6 @@ from carryd.index.embed import (
 from carryd.index.errors import EmbedderUnavailable, IndexCorrupt
 from carryd.index.store import Batch, Store
 from carryd.index.tokenize import TOKENIZER_VERSION
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +207,7 @@ def _sync_settled(
         again = _sync(
             settings, store, embedder, report.degraded, report.changed_since_read, tracker
         )
-        report = _merged(report, again)
+        report = merged(report, again)
     if report.changed_since_read:
         note = (
             f"{len(report.changed_since_read)} files kept changing while being indexed; "
@@ -221,8 +218,9 @@ def _sync_settled(
     return report
 
 
-def _merged(first: SyncReport, again: SyncReport) -> SyncReport:
-    """Given a sync and the re-sync of the files that changed under it, return one report."""
+def merged(first: SyncReport, again: SyncReport) -> SyncReport:
+    """Given a sync and a sync after it (of the files that changed under it, or the daemon's
+    own after its indexing child's), return one report."""
     seen = {(problem.path, problem.reason) for problem in first.problems}
     return dataclasses.replace(
         again,

@@ -39,7 +39,7 @@ import types
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from carryd.daemon.indexing import SyncReport, sync_root
+from carryd.daemon.indexing import SyncReport, merged, sync_root
 from carryd.daemon.sync_planning import bytes_to_read
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def sync_root_forked(
     report = sync_root(settings, store=store, embedder=embedder, paths=paths, progress=progress)
     if first is None:
         return report
-    return dataclasses.replace(_combined(first, report), seconds=time.perf_counter() - started)
+    return dataclasses.replace(merged(first, report), seconds=time.perf_counter() - started)
 
 
 def _big(settings: Settings, store: Store, embedder: Embedder, paths: Iterable[str] | None) -> bool:
@@ -155,22 +155,6 @@ def _stop(child: subprocess.Popen[bytes]) -> None:
 def _portable(settings: Settings) -> Settings:
     """The settings with their read-only mapping as a dict (a mappingproxy cannot be pickled)."""
     return dataclasses.replace(settings, workspaces=dict(settings.workspaces))
-
-
-def _combined(child: SyncReport, here: SyncReport) -> SyncReport:
-    """Given the child's report and the daemon's own sync after it, return the whole sync's."""
-    seen = {(problem.path, problem.reason) for problem in here.problems}
-    return dataclasses.replace(
-        here,
-        embedded=child.embedded + here.embedded,
-        removed=child.removed + here.removed,
-        unchanged=child.unchanged,
-        problems=tuple(p for p in child.problems if (p.path, p.reason) not in seen) + here.problems,
-        touched_workspaces=child.touched_workspaces | here.touched_workspaces,
-        parsed=child.parsed + here.parsed,
-        added=child.added + here.added,
-        notes=child.notes + here.notes,
-    )
 
 
 # --- the child -------------------------------------------------------------------------------

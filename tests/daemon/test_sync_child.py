@@ -10,11 +10,12 @@ import re
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from carryd.daemon import sync_child
 from carryd.daemon.config import Settings, parse_settings
-from carryd.daemon.indexing import open_store, sync_root
+from carryd.daemon.indexing import SyncReport, open_store, sync_root
 from carryd.daemon.model import load_embedder_for
 from carryd.daemon.state import DaemonState, indexing_file
 from carryd.daemon.sync_child import sync_root_forked
@@ -97,15 +98,23 @@ def test_a_big_sync_runs_in_a_child_and_leaves_the_index_an_own_sync_would(
     assert index_contents(forked, embedder) == index_contents(here, embedder)
 
 
+def forked(settings: Settings, embedder: Embedder, **options: Any) -> tuple[SyncReport, int]:
+    """Sync the whole root with `sync_root_forked`; return its report and the vectors stored."""
+    with open_store(settings) as store:
+        report = sync_root_forked(settings, store=store, embedder=embedder, paths=None, **options)
+        return report, store.counts()["vectors"]
+
+
+def vectors_stored(settings: Settings) -> int:
+    with open_store(settings) as store:
+        return store.counts()["vectors"]
+
+
 def test_a_small_sync_stays_in_the_daemon(tmp_path, model_dir, embedder, caplog) -> None:
     caplog.set_level(logging.INFO)
     settings = settings_for(build_root(tmp_path / "root", 3), model_dir)  # ~4 KB of notes
-    store = open_store(settings)
-    try:
-        report = sync_root_forked(settings, store=store, embedder=embedder, paths=None)
-    finally:
-        store.close()
-    assert report.embedded == 60
+    report, vectors = forked(settings, embedder)
+    assert report.embedded == vectors == 60
     assert child_pids(caplog) == []
 
 
@@ -117,13 +126,8 @@ def test_a_new_model_re_embeds_in_a_child_without_reading_a_file(
     settings = settings_for(build_root(tmp_path / "root", 5), model_dir)
     sync_root(settings, embedder=None)
     monkeypatch.setattr(sync_child, "CHILD_EMBEDDINGS", 50)
-    store = open_store(settings)
-    try:
-        report = sync_root_forked(settings, store=store, embedder=embedder, paths=None)
-        assert store.counts()["vectors"] == 100
-    finally:
-        store.close()
-    assert report.embedded == 100
+    report, vectors = forked(settings, embedder)
+    assert report.embedded == vectors == 100
     assert len(child_pids(caplog)) == 1
 
 
@@ -133,19 +137,9 @@ def test_a_child_that_fails_leaves_the_whole_sync_to_the_daemon(
     caplog.set_level(logging.INFO)
     monkeypatch.setattr(sync_child, "CHILD_BYTES", 1)
     settings = settings_for(build_root(tmp_path / "root", 4), model_dir)
-    store = open_store(settings)
-    try:
-        report = sync_root_forked(
-            settings,
-            store=store,
-            embedder=embedder,
-            paths=None,
-            command=(sys.executable, "-c", "raise SystemExit(3)"),
-        )
-        assert store.counts()["vectors"] == 80
-    finally:
-        store.close()
-    assert report.embedded == 80
+    failing = (sys.executable, "-c", "raise SystemExit(3)")
+    report, vectors = forked(settings, embedder, command=failing)
+    assert report.embedded == vectors == 80
     assert any(
         "ended without finishing (exit 3)" in record.getMessage() for record in caplog.records
     )
@@ -164,24 +158,13 @@ def test_a_stop_stops_the_child_after_its_batch_and_the_next_sync_finishes(
         if done:
             raise StopSync(f"stop asked after {done} of {total}")
 
-    store = open_store(settings)
-    try:
-        with pytest.raises(StopSync):
-            sync_root_forked(
-                settings,
-                store=store,
-                embedder=embedder,
-                paths=None,
-                progress=stop_after_first_batch,
-            )
-        committed = store.counts()["vectors"]
-        assert 0 < committed < 800
-        assert not indexing_file(settings).exists()
-        rest = sync_root_forked(settings, store=store, embedder=embedder, paths=None)
-        assert store.counts()["vectors"] == 800
-    finally:
-        store.close()
-    assert rest.embedded == 800 - committed
+    with pytest.raises(StopSync):
+        forked(settings, embedder, progress=stop_after_first_batch)
+    committed = vectors_stored(settings)
+    assert 0 < committed < 800
+    assert not indexing_file(settings).exists()
+    rest, vectors = forked(settings, embedder)
+    assert vectors == 800 and rest.embedded == 800 - committed
 
 
 def test_the_daemons_indexer_syncs_big_batches_in_a_child(
