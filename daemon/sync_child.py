@@ -54,6 +54,8 @@ log = logging.getLogger(__name__)
 CHILD_BYTES = 256 * 1024
 # A new model re-embeds what is indexed without reading a file: as many entries as above.
 CHILD_EMBEDDINGS = 1000
+# How long a stopping child may take to finish its batch in flight (systemd waits 90 s).
+STOP_WAIT = 60.0
 # The child's own command; a test may point it at one that fails.
 CHILD_COMMAND = (sys.executable, "-m", "carryd.daemon.sync_child")
 
@@ -116,8 +118,11 @@ def _sync_in_child(
     log.info("indexing in a child process (pid %d)", child.pid)
     report: SyncReport | None = None
     try:
-        with child.stdin:
-            child.stdin.write(request)
+        try:
+            with child.stdin:
+                child.stdin.write(request)
+        except BrokenPipeError:
+            pass  # the child is gone already: its exit code says so below
         for line in child.stdout:
             kind, _, rest = line.decode("ascii", "replace").strip().partition(" ")
             if kind == "P" and progress is not None:
@@ -144,12 +149,23 @@ def _sync_in_child(
 
 
 def _stop(child: subprocess.Popen[bytes]) -> None:
-    """Ask the child to stop after its batch in flight and wait for it (a batch is seconds)."""
+    """Ask the child to stop after its batch in flight and wait for it (a batch is seconds);
+    one that does not stop within `STOP_WAIT` is killed (its transaction rolls back)."""
     if child.poll() is None:
         child.send_signal(signal.SIGTERM)
-    if child.stdout is not None:
-        for _ in child.stdout:  # drain: a child blocked on a full pipe never exits
-            pass
+    killer = threading.Timer(STOP_WAIT, _kill, (child,))
+    killer.start()
+    try:
+        if child.stdout is not None:
+            for _ in child.stdout:  # drained: a child blocked on a full pipe never exits
+                pass
+    finally:
+        killer.cancel()
+
+
+def _kill(child: subprocess.Popen[bytes]) -> None:
+    log.warning("the indexing child process (pid %d) did not stop: killing it", child.pid)
+    child.kill()
 
 
 def _portable(settings: Settings) -> Settings:
@@ -184,7 +200,9 @@ def main() -> int:
     if embedder is None or embedder.identity.key() != identity_key:
         log.warning("not the daemon's model here (%s): leaving the sync to it", degraded)
         return 2
-    out = sys.stdout.buffer
+    # The protocol gets stdout's descriptor to itself; whatever a library prints goes to stderr.
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
 
     def tell(line: str) -> None:
         out.write(line.encode("ascii") + b"\n")
