@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from carryd.index.embed import Embedder
     from carryd.index.store import Store
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("carryd.daemon.sync_child")  # also when it runs as the child, __main__
 
 # A sync reading at least this much Markdown runs in a child (about 1,000 entries of typical
 # memory notes: ~15 s of embedding, against ~2 s to start a child and load the model).
