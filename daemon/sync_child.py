@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 from carryd.daemon.indexing import SyncReport, merged, sync_root
 from carryd.daemon.sync_planning import bytes_to_read
+from carryd.index.errors import IndexCorrupt
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
@@ -84,13 +85,17 @@ def sync_root_forked(
 
 
 def _big(settings: Settings, store: Store, embedder: Embedder, paths: Iterable[str] | None) -> bool:
-    """Whether a sync of these paths is worth a child: from a stat walk and row counts."""
-    if bytes_to_read(settings, store, paths) >= CHILD_BYTES:
-        return True
-    key = embedder.identity.key()
-    if store.meta("vectors_complete") == key:
+    """Whether a sync of these paths is worth a child: from a stat walk and row counts. An
+    index found corrupt here is the daemon's own sync's to recover (it moves the file aside)."""
+    try:
+        if bytes_to_read(settings, store, paths) >= CHILD_BYTES:
+            return True
+        key = embedder.identity.key()
+        if store.meta("vectors_complete") == key:
+            return False
+        missing = store.counts()["entries"] - store.vector_identities().get(key, 0)
+    except IndexCorrupt:
         return False
-    missing = store.counts()["entries"] - store.vector_identities().get(key, 0)
     return missing >= CHILD_EMBEDDINGS
 
 

@@ -191,3 +191,18 @@ def test_the_daemons_indexer_syncs_big_batches_in_a_child(
     assert len(child_pids(caplog)) == 1
     carries = {path.name for path in settings.carry_dir.iterdir()}
     assert {"alpha.md", "beta.md"} <= carries  # the daemon's sync after the child wrote them
+
+
+def test_an_index_found_corrupt_while_sizing_the_sync_is_still_recovered_by_it(
+    tmp_path, model_dir, embedder, monkeypatch
+) -> None:
+    """Sizing a sync reads the files table first: an index damaged under the running daemon
+    must reach the sync's own recovery (moved aside, rebuilt), not fail the batch."""
+    monkeypatch.setattr(sync_child, "CHILD_BYTES", 1)
+    settings = settings_for(build_root(tmp_path / "root", 4), model_dir)
+    sync_root(settings, embedder=None)
+    with open_store(settings) as store:
+        settings.db_path.write_bytes(b"garbage, not SQLite " * 200)
+        report = sync_root_forked(settings, store=store, embedder=embedder, paths=None)
+        assert store.counts()["vectors"] == 80
+    assert report.entries == 80 and any("moved" in note for note in report.notes)
