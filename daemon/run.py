@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from carryd.daemon.config import Settings, load_settings
 from carryd.daemon.control import ControlServer, socket_answers
@@ -65,9 +65,6 @@ from carryd.daemon.worker import Indexer, StopSync, Worker, release_memory
 from carryd.index.embed import Embedder
 from carryd.index.snapshot_postings import RESIDENT_MIN_DF
 from carryd.index.store import Store
-
-if TYPE_CHECKING:
-    pass
 
 # What `signal.signal` returns and takes back: a handler, a SIG_* constant or None.
 SignalHandler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
