@@ -6,7 +6,7 @@ One request per line, one answer per line:
     ← {"ok": true, "result": {…}}
     ← {"ok": false, "error": {"kind": "usage"|"error"|"internal", "message": "…"}}
 
-Methods (registered by `carryd.daemon.run`): `ping`, `status`, `recall`, `expand`.
+Methods (registered by `carryd.daemon.running.run`): `ping`, `status`, `recall`, `expand`.
 
 `ControlServer` owns an accept thread (a selector over the listening socket and a wake-up
 pipe, so it costs nothing while idle) and one thread per connection; `stop()` closes every
