@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from carryd.carry.budgets import MemorySelectionPolicy
+from carryd.carry.budgets import MemorySelectionPolicy as MemorySelectionPolicy  # re-exported
 from carryd.carry.candidates import AUTHORITIES as AUTHORITIES  # re-exported: callers name
 from carryd.carry.candidates import AUTHORITY_RANK as _AUTHORITY_RANK  # them from select
 from carryd.carry.candidates import Authority as Authority

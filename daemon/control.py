@@ -135,8 +135,8 @@ def request(
         return None
     if message.get("ok") is True and isinstance(message.get("result"), dict):
         return message["result"]
-    error = message.get("error") if isinstance(message.get("error"), dict) else {}
-    kind, text = error.get("kind"), str(error.get("message", "unknown daemon error"))
+    failure = message["error"] if isinstance(message.get("error"), dict) else {}
+    kind, text = failure.get("kind"), str(failure.get("message", "unknown daemon error"))
     if kind == "usage":
         raise UsageError(text)
     if kind == "error":

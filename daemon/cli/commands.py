@@ -2,9 +2,9 @@
 
 `carryd index|verify|recall|expand|carry|plan|status` live here; the services they call
 (`indexer.indexing`, `recall.access`, `carries.carrying`, `carries.archive`, `running.status`)
-are plain modules any other part of the daemon may import. `carryd run`, `service`, `hook`,
-`setup` and `mcp` have modules of their own (`running.run`, `running.service`,
-`hosts.hook_command`, `hosts.setup`, `hosts.mcp`). JSON exists here and at the control socket, nowhere inside.
+live in the layers below. `carryd run`, `service`, `hook`, `setup` and `mcp` have modules of
+their own (`running.run`, `running.service`, `hosts.hook_command`, `hosts.setup`, `hosts.mcp`).
+JSON exists here and at the control socket, nowhere inside.
 """
 
 from __future__ import annotations
@@ -150,11 +150,12 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
             _check_numbers(params["limit"], params["min_confidence"])
             if params["workspace"] is not None:
                 checked_workspace(settings, params["workspace"])
-        for answer in _answers(settings, requests):
-            print(json.dumps(answer_json(answer), ensure_ascii=False), flush=True)
+        for each in _answers(settings, requests):
+            print(json.dumps(answer_json(each), ensure_ascii=False), flush=True)
         return 0
     if args.workspace is not None:
         checked_workspace(settings, args.workspace)
+    assert query is not None  # for the type checker: no --batch means a QUERY (checked above)
     params = _recall_params(query, args.workspace, args.limit, args.min_confidence)
     (typed,) = list(_answers(settings, [params]))
     answer = answer_json(typed)

@@ -148,9 +148,13 @@ def build_server(service: MemoryService, run: Callable[[Callable[[], T]], Any]) 
     try:
         from mcp.server.mcpserver import MCPServer as Server
         from mcp.server.mcpserver.exceptions import ToolError
-    except ImportError:  # mcp 1.x
-        from mcp.server.fastmcp import FastMCP as Server
-        from mcp.server.fastmcp.exceptions import ToolError
+    except ImportError:  # mcp 1.x (the type checker sees whichever SDK is installed)
+        from mcp.server.fastmcp import (  # type: ignore[attr-defined, no-redef, unused-ignore]
+            FastMCP as Server,
+        )
+        from mcp.server.fastmcp.exceptions import (  # type: ignore[no-redef, unused-ignore]
+            ToolError,
+        )
 
     server = Server("carryd", instructions=INSTRUCTIONS)
 

@@ -185,7 +185,7 @@ def plan_removal(host: Host, text: str | None) -> SetupPlan:
     status = data.get("statusLine")
     if host == "claude-code" and isinstance(status, dict):
         command = status.get("command")
-        if carryd_event_of(command, host) == STATUSLINE_EVENT:
+        if isinstance(command, str) and carryd_event_of(command, host) == STATUSLINE_EVENT:
             theirs = wrapped_command(command)
             if theirs is None:
                 del data["statusLine"]
@@ -211,7 +211,7 @@ def _merge_hook(
             if _is_ours(handler, host, {spec.carryd_event}):
                 found.append((group, handler))
     if not found:
-        handler: dict[str, Any] = {"type": "command", "command": wanted, "timeout": spec.timeout}
+        handler = {"type": "command", "command": wanted, "timeout": spec.timeout}
         if host == "gemini":
             handler = {"name": f"carryd-{spec.carryd_event}", **handler}
         group = {"matcher": spec.matcher, "hooks": [handler]} if spec.matcher else {}
