@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -358,3 +359,54 @@ def test_modules_and_functions_stay_short(source: Path) -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             length = (node.end_lineno or node.lineno) - node.lineno + 1
             assert length <= MAX_FUNCTION_LINES, f"{_rel(source)}:{node.name} has {length} lines"
+
+
+# Where a module is named in text (`python -m`, import_module, docs, docstrings, benches): a
+# move must bring the name along.
+NAMED = re.compile(r"\bcarryd\.(?:index|carry|daemon)(?:\.[A-Za-z_]\w*)*")
+
+
+def _top_level_names(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def _names_a_real_thing(dotted: str) -> bool:
+    """Given `carryd.pkg.module[.name[...]]`, return whether the module exists and, when a name
+    follows it, the module defines or imports that name at its top level."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 1, -1):
+        module = ".".join(parts[:cut])
+        if module in MODULES:
+            rest = parts[cut:]
+            if not rest or rest[0].startswith("__"):  # the module itself, or `__file__`
+                return True
+            return rest[0] in _top_level_names(MODULES[module])
+    return False
+
+
+def _texts_that_name_modules() -> list[Path]:
+    found = [*_package_sources(), REPO / "README.md", *(REPO / "docs").glob("*.md")]
+    found += [*(REPO / "bench").glob("*.py"), *(REPO / "tests").rglob("*.py")]
+    found += [REPO / "pyproject.toml", *(REPO / "service").glob("*")]
+    return sorted(path for path in found if path.is_file())
+
+
+def test_every_module_named_in_text_exists() -> None:
+    stale = sorted(
+        f"{_rel(path)}: {name}"
+        for path in _texts_that_name_modules()
+        for name in set(NAMED.findall(path.read_text(encoding="utf-8", errors="replace")))
+        if not _names_a_real_thing(name.rstrip("."))
+    )
+    assert not stale, f"names of modules that do not exist (moved?): {stale}"
+    assert _names_a_real_thing("carryd.daemon.indexer.sync_child.CHILD_COMMAND")
+    assert not _names_a_real_thing("carryd.daemon." + "sync_child")  # its path before issue 19
