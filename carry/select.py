@@ -36,9 +36,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from carryd.carry.budgets import MemorySelectionPolicy as MemorySelectionPolicy  # re-exported
-from carryd.carry.candidates import AUTHORITIES as AUTHORITIES  # re-exported: callers name
-from carryd.carry.candidates import AUTHORITY_RANK as _AUTHORITY_RANK  # them from select
+# Re-exported (`X as X`): select's callers (segments, the daemon, tests) name these from here.
+from carryd.carry.budgets import MemorySelectionPolicy as MemorySelectionPolicy
+from carryd.carry.candidates import AUTHORITIES as AUTHORITIES
+from carryd.carry.candidates import AUTHORITY_RANK as _AUTHORITY_RANK
 from carryd.carry.candidates import Authority as Authority
 from carryd.carry.candidates import MemoryContextCandidate as MemoryContextCandidate
 from carryd.carry.candidates import Provenance as Provenance
