@@ -98,7 +98,7 @@ def build_indexed_root(dest: Path, entries: int, distinct: int, model: Path) -> 
 
     import numpy as np
     from carryd.daemon.config import ModelSettings, Settings
-    from carryd.daemon.indexing import load_embedder_for, sync_root
+    from carryd.daemon.indexer.indexing import load_embedder_for, sync_root
 
     make_root(dest, entries, distinct)
     settings = dataclasses.replace(

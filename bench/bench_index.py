@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from carryd.daemon.config import ModelSettings, Settings  # noqa: E402
-from carryd.daemon.indexing import load_embedder_for, sync_root  # noqa: E402
+from carryd.daemon.indexer.indexing import load_embedder_for, sync_root  # noqa: E402
 from carryd.index.entries import parse_entries  # noqa: E402
 from carryd.index.store import Store  # noqa: E402
 

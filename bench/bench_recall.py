@@ -8,7 +8,7 @@ For each model (--model, repeatable; default: the offline test model and, when
 `tests.testmodel` has it, the second test model) and each set, the memory root is copied into
 a temp folder (the shared data is read-only) and indexed once with the real pipeline
 (`sync_root`), which measures the semantic calibration on that corpus and stores it
-(`carryd.daemon.calibrating`); --reference-calibration replaces it by the model's reference
+(`carryd.daemon.indexer.calibrating`); --reference-calibration replaces it by the model's reference
 calibration (what a corpus too small to measure gets). Query embeddings are cached for the
 run. Then, for every query of `queries.jsonl` (LoCoMo with its per-query workspace, CMRC at root
 level):
@@ -63,14 +63,14 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from carryd.daemon.calibrating import (  # noqa: E402
+from carryd.daemon.config import Settings, parse_settings  # noqa: E402
+from carryd.daemon.indexer.calibrating import (  # noqa: E402
     CORPUS_KEY,
     reference_for,
     stored_calibration,
 )
-from carryd.daemon.config import Settings, parse_settings  # noqa: E402
-from carryd.daemon.indexing import load_embedder_for, open_store, sync_root  # noqa: E402
-from carryd.daemon.recalling import Recaller  # noqa: E402
+from carryd.daemon.indexer.indexing import load_embedder_for, open_store, sync_root  # noqa: E402
+from carryd.daemon.recall.recalling import Recaller  # noqa: E402
 from carryd.index.entries import parse_entries  # noqa: E402
 from carryd.index.fusion import (  # noqa: E402
     SEMANTIC_WEIGHTS,

@@ -75,7 +75,7 @@ def summary(values: list[float]) -> dict[str, float]:
 IN_PROCESS_CHECK = """
 import io, json, sys
 sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[2].encode()))
-from carryd.daemon.cli import main
+from carryd.daemon.cli.dispatch import main
 main(["hook", "claude-code", "session-start", "--root", sys.argv[1]])
 heavy = sorted(m for m in ("fastembed", "onnxruntime", "tokenizers") if m in sys.modules)
 print(json.dumps({"heavy_modules": heavy}), file=sys.stderr)

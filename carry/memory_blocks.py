@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from carryd.carry.select import MemoryContextCandidate
+    from carryd.carry.candidates import MemoryContextCandidate
 
 __all__ = [
     "MEMORY_CLOSE",

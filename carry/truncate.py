@@ -30,16 +30,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 from carryd.carry.ledger import WEIGHTS, Ledger, LedgerItem, LedgerSection, SectionKind
-from carryd.carry.recency import (
-    ItemFacts,
-    item_facts,
-    ledger_year,
-    priority_order,
-    with_references,
-)
+from carryd.carry.recency import ItemFacts, item_facts, ledger_year, priority_order, with_references
 from carryd.carry.summary import summary_line
 
 SECTION_SEPARATOR = "\n\n"
@@ -278,18 +272,19 @@ def _fill(
             if step == "full":
                 # An item that does not fit whole still gets its line, and no item after it
                 # in priority order is shown whole: priority is priority.
-                tries: list[ItemShow] = {
+                tries = cast("list[ItemShow]", {  # the literals are ItemShows; mypy infers str
                     "full": [],
                     "summary": ["full"] if whole else [],
                     "brief": ["full", "summary"] if whole else ["summary"],
                     "omitted": ["full", "summary", "brief"] if whole else ["summary", "brief"],
-                }[before]
+                }[before])
             elif step == "rescue":
                 tries = ["brief"] if before == "omitted" else []
             elif step == "rescued":
                 tries = ["summary"] if before == "brief" else []
             else:
-                tries = {"omitted": ["summary", "brief"], "brief": ["summary"]}.get(before, [])
+                later = {"omitted": ["summary", "brief"], "brief": ["summary"]}.get(before, [])
+                tries = cast("list[ItemShow]", later)
             for wanted in tries:
                 shows[index] = prepared.least(index, wanted) if wanted != "full" else "full"
                 if len(prepared.render(shows, path)) <= budget:

@@ -153,7 +153,7 @@ class Settings:
     # Where the settings came from, for messages and `carryd status`.
     config_file: str = ""
     # The [model] keys the config file names, recorded at parse time: a key the user wrote
-    # counts as chosen even when it equals the default (see `carryd.daemon.model`).
+    # counts as chosen even when it equals the default (see `carryd.daemon.indexer.model`).
     model_keys_written: frozenset[str] = field(default=frozenset(), compare=False)
 
     @property

@@ -6,7 +6,7 @@ One request per line, one answer per line:
     ← {"ok": true, "result": {…}}
     ← {"ok": false, "error": {"kind": "usage"|"error"|"internal", "message": "…"}}
 
-Methods (registered by `carryd.daemon.run`): `ping`, `status`, `recall`, `expand`.
+Methods (registered by `carryd.daemon.running.run`): `ping`, `status`, `recall`, `expand`.
 
 `ControlServer` owns an accept thread (a selector over the listening socket and a wake-up
 pipe, so it costs nothing while idle) and one thread per connection; `stop()` closes every
@@ -135,8 +135,8 @@ def request(
         return None
     if message.get("ok") is True and isinstance(message.get("result"), dict):
         return message["result"]
-    error = message.get("error") if isinstance(message.get("error"), dict) else {}
-    kind, text = error.get("kind"), str(error.get("message", "unknown daemon error"))
+    failure = message["error"] if isinstance(message.get("error"), dict) else {}
+    kind, text = failure.get("kind"), str(failure.get("message", "unknown daemon error"))
     if kind == "usage":
         raise UsageError(text)
     if kind == "error":

@@ -45,7 +45,7 @@ measured there too (`reads_chinese`), so no model name decides anything.
 
 Pure and deterministic: the pairs come from a seeded generator, so the same vectors and files
 give the same calibration (and the same inject decisions) on every run. The daemon stores it
-beside the model identity (`StoredCalibration`, `carryd.daemon.calibrating`): measured again
+beside the model identity (`StoredCalibration`, `carryd.daemon.indexer.calibrating`): measured again
 only when the model identity changes or the corpus has doubled or halved
 (`needs_measuring`), never per edit.
 """

@@ -88,7 +88,7 @@ class Embedder(Protocol):
 
 
 class DownloadGuard(Protocol):
-    """The daemon side's say on downloading the default model (daemon/model_fetch.py): it
+    """The daemon side's say on downloading the default model (daemon/indexer/model_fetch.py): it
     probes the network, remembers a failed download for a while and words the messages."""
 
     def before_download(self, identity: ModelIdentity) -> str | None:

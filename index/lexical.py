@@ -335,4 +335,4 @@ def _holds(rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 
     # In the rows' own integer type: searching int64 values in int32 rows casts every row.
     at = np.minimum(rows.searchsorted(wanted.astype(rows.dtype, copy=False)), rows.size - 1)
-    return rows[at] == wanted
+    return np.asarray(rows[at] == wanted)  # `==` on arrays is typed Any

@@ -13,7 +13,7 @@
    the semantic evidence each hit's confidence combines with its lexical evidence;
 4. fuses them in rank space and decides per hit from absolute confidences (`fuse`).
 
-The shell (`carryd.daemon.recalling`) reads the store, embeds the query (or passes None: no
+The shell (`carryd.daemon.recall.recalling`) reads the store, embeds the query (or passes None: no
 model, or a model that cannot read the query), redacts and serialises; nothing here does IO.
 Each `RecallHit` carries what carry's selection needs, the entry's explicit slot included.
 """

@@ -1,6 +1,6 @@
 """The warm recall snapshot: everything a query needs from the store, as of one generation.
 
-Pure: the shell (`carryd.daemon.recalling`) reads the store and hands the rows here; this
+Pure: the shell (`carryd.daemon.recall.recalling`) reads the store and hands the rows here; this
 module builds the snapshot (`build_snapshot`) or applies what changed since the last one
 (`apply_changes`, fed from the store's change log: `Store.changes_since`), and derives a
 query scope's masks (`scope_of`). A snapshot is never changed once built (a query on another

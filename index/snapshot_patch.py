@@ -276,7 +276,7 @@ def _appended_in_place(
             count=len(vector_ids),
         )
     if previous.sketch is not None:
-        sketch = previous.sketch.written(change.new_block, count)
+        sketch: Sketch | None = previous.sketch.written(change.new_block, count)
     else:
         sketch = sketch_of(buffer, len(vector_ids))  # (None until the snapshot is large)
     return _VectorSide(

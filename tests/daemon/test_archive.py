@@ -8,9 +8,9 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from carryd.daemon.archive import archive_plans
-from carryd.daemon.cli import main
-from carryd.daemon.commands import cmd_plan
+from carryd.daemon.carries.archive import archive_plans
+from carryd.daemon.cli.commands import cmd_plan
+from carryd.daemon.cli.dispatch import main
 from carryd.daemon.config import Settings
 from carryd.daemon.errors import UsageError
 

@@ -10,18 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from carryd.daemon.calibrating import (
+from carryd.daemon.config import Settings, parse_settings
+from carryd.daemon.indexer.calibrating import (
     CORPUS_KEY,
     REFERENCE_KEY,
     calibration_in_use,
     stored_calibration,
 )
-from carryd.daemon.config import Settings, parse_settings
-from carryd.daemon.indexing import sync_root
+from carryd.daemon.indexer.indexing import sync_root
+from carryd.daemon.indexer.model import load_embedder_for
 from carryd.daemon.layout import open_store
-from carryd.daemon.model import load_embedder_for
-from carryd.daemon.recalling import Recaller
-from carryd.daemon.status import render_text, status_report
+from carryd.daemon.recall.recalling import Recaller
+from carryd.daemon.running.status import render_text, status_report
 from carryd.index.calibration import StoredCalibration, unrelated_cosines
 from carryd.index.embed import Embedder
 from carryd.index.store import Store

@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from carryd.daemon.carrying import build_workspace_carry, write_carries, write_carry
-from carryd.daemon.cli import main
+from carryd.daemon.carries.carrying import build_workspace_carry, write_carries, write_carry
+from carryd.daemon.cli.dispatch import main
 from carryd.daemon.config import DEFAULT_DISCIPLINE, Settings, load_settings
 from carryd.daemon.errors import UsageError
 from carryd.daemon.layout import list_workspaces
@@ -112,7 +112,7 @@ def settings_for(root: Path) -> Settings:
 
 
 def indexed(root: Path) -> Settings:
-    from carryd.daemon.indexing import sync_root
+    from carryd.daemon.indexer.indexing import sync_root
 
     settings = settings_for(root)
     report = sync_root(settings)
@@ -190,7 +190,7 @@ def test_slot_conflict_is_decided_by_authority_end_to_end(tmp_path: Path, use_mo
     config = tmp_path / "config.toml"
     # A low gate so that both automation-language entries reach the conflict stage.
     config.write_text("[carry]\nmemory_min_confidence = 0.001\n", encoding="utf-8")
-    from carryd.daemon.indexing import sync_root
+    from carryd.daemon.indexer.indexing import sync_root
 
     settings = load_settings(config, root=root)
     sync_root(settings)
@@ -390,11 +390,11 @@ def test_slots_from_the_warm_index_give_the_same_carry_as_slots_read_from_the_fi
     """A local Recaller and the hook's recaller (which may recall through the daemon's socket)
     both hand carry hits that carry their slot. Same carry either way, slot conflict
     included."""
-    from carryd.daemon.indexing import sync_root
+    from carryd.daemon.indexer.indexing import sync_root
+    from carryd.daemon.indexer.model import load_embedder_for
     from carryd.daemon.layout import open_store
-    from carryd.daemon.model import load_embedder_for
-    from carryd.daemon.recall_access import recall_access
-    from carryd.daemon.recalling import Recaller
+    from carryd.daemon.recall.access import recall_access
+    from carryd.daemon.recall.recalling import Recaller
 
     root = make_root(tmp_path / "memory")
     config = tmp_path / "config.toml"
@@ -444,13 +444,13 @@ def test_the_inline_variant_is_written_beside_the_carry(tmp_path: Path, use_mode
     when its bytes change, and the same text the hook would otherwise plan."""
     import hashlib
 
-    from carryd.daemon.carrying import inline_budget, inline_path
+    from carryd.daemon.carries.carrying import inline_budget, inline_path
 
     root = make_root(tmp_path / "memory")
     config = tmp_path / "config.toml"
     config.write_text("[hooks]\ninline_chars = 2500\n", encoding="utf-8")
     settings = load_settings(config, root=root)
-    from carryd.daemon.indexing import sync_root
+    from carryd.daemon.indexer.indexing import sync_root
 
     sync_root(settings)
     result = write_carry(settings, "webshop")
@@ -550,7 +550,7 @@ def test_a_carry_writer_waits_for_the_index_lock_and_a_hook_gives_up_soon(
     import fcntl
     import time
 
-    from carryd.daemon.index_lock import IndexBusy, lock_path
+    from carryd.daemon.indexer.index_lock import IndexBusy, lock_path
 
     path = lock_path(memory_root)
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)

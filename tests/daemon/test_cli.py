@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from carryd.daemon.cli import main
+from carryd.daemon.cli.dispatch import main
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from carryd.daemon.cli import main
+from carryd.daemon.cli.dispatch import main
 from carryd.daemon.config import Settings, load_settings, parse_settings
 from carryd.daemon.errors import ConfigError
 
@@ -271,7 +271,7 @@ def test_the_model_keys_the_file_names_are_recorded_when_it_is_parsed(tmp_path: 
 def test_a_reload_keeps_the_model_keys_the_running_model_was_built_with(tmp_path: Path) -> None:
     """Which [model] keys the file names is part of the model identity: like the model
     itself it changes only with a restart (SIGHUP keeps it and says so)."""
-    from carryd.daemon.run import merge_reload
+    from carryd.daemon.running.run import merge_reload
 
     written = tmp_path / "written.toml"
     written.write_text('[model]\nname = "Xenova/multilingual-e5-small"\n', encoding="utf-8")

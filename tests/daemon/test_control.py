@@ -15,7 +15,7 @@ import pytest
 from carryd.daemon.config import Settings
 from carryd.daemon.control import ControlServer, answer_for, request, socket_answers
 from carryd.daemon.errors import UsageError
-from carryd.daemon.notify import notify_address, sd_notify
+from carryd.daemon.running.notify import notify_address, sd_notify
 from carryd.index.errors import CarrydError
 
 

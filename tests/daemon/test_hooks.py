@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from carryd.daemon.cli import main
+from carryd.daemon.cli.dispatch import main
 from carryd.daemon.config import load_settings
-from carryd.daemon.hook_events import Wire, session_start_answer
-from carryd.daemon.host_claude_code import statusline_text, used_fraction
+from carryd.daemon.hosts.claude_code import statusline_text, used_fraction
+from carryd.daemon.hosts.hook_events import Wire, session_start_answer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -615,7 +615,7 @@ def test_the_carry_is_planned_under_the_inline_budget_for_every_source(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from carryd.daemon.carrying import build_workspace_carry
+    from carryd.daemon.carries.carrying import build_workspace_carry
     from carryd.daemon.config import load_settings
 
     # Carried for this copy of the root: the carry names its root, and the pre-built inline
@@ -787,7 +787,7 @@ def test_with_the_daemon_running_the_hook_recalls_through_it(
             "while request(settings, 'ping', {}, timeout=1.0) is None:\n"
             "    assert time.monotonic() < deadline, 'daemon not ready'\n"
             "    time.sleep(0.2)\n"
-            "from carryd.daemon.cli import main\n"
+            "from carryd.daemon.cli.dispatch import main\n"
             "sys.stdin = io.StringIO(json.dumps({'cwd': '/x/shop', 'source': 'clear'}))\n"
             "code = main(['hook', 'claude-code', 'session-start', '--root', "
             f"{str(carried_root)!r}])\n"
@@ -850,7 +850,7 @@ def test_a_fresh_carry_too_big_to_inline_answers_from_the_prebuilt_variant(
     assert len(full.read_text(encoding="utf-8")) > 9_000 and inline.is_file()
     probe = (
         "import io, json, sys\n"
-        "from carryd.daemon.cli import main\n"
+        "from carryd.daemon.cli.dispatch import main\n"
         "sys.stdin = io.StringIO(json.dumps({'cwd': '/x/shop', 'source': 'clear'}))\n"
         f"code = main(['hook', 'claude-code', 'session-start', '--root', {str(carried_root)!r}])\n"
         "heavy = [m for m in ('fastembed', 'onnxruntime', 'carryd.carry.planner') "

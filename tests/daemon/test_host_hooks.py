@@ -14,11 +14,13 @@ from pathlib import Path, PurePath
 from typing import Any
 
 import pytest
-from carryd.daemon import host_claude_code, host_codex, host_gemini
-from carryd.daemon.cli import main
-from carryd.daemon.handoff_trigger import SessionMark, decide
-from carryd.daemon.hosts import HOSTS
-from carryd.daemon.workspace_lookup import workspace_candidates
+from carryd.daemon.cli.dispatch import main
+from carryd.daemon.hosts import claude_code as host_claude_code
+from carryd.daemon.hosts import codex as host_codex
+from carryd.daemon.hosts import gemini as host_gemini
+from carryd.daemon.hosts.handoff_trigger import SessionMark, decide
+from carryd.daemon.hosts.registry import HOSTS
+from carryd.daemon.hosts.workspace_lookup import workspace_candidates
 
 SESSION = "5f1c2b9e-7a44-4d0b-8c1e-3f2a9b7c6d10"
 LEDGER_SECTIONS = (
@@ -244,7 +246,7 @@ def test_setup_problems_go_to_the_person_and_hand_off_text_to_the_model(
     assert "hookSpecificOutput" not in answer(out)
     assert answer(out)["systemMessage"].startswith("carryd: no workspace 'nowhere'")
     # A carry that cannot be inlined is the model's business: it can read the path.
-    from carryd.daemon.hook_events import PERSON_REASONS
+    from carryd.daemon.hosts.hook_events import PERSON_REASONS
 
     assert PERSON_REASONS == {"bad_input", "config_error", "unknown_workspace", "error"}
 
@@ -490,7 +492,7 @@ def test_the_set_up_status_line_command_runs_the_users_as_it_was(
 ) -> None:
     import subprocess
 
-    from carryd.daemon.setup_hosts import Invocation, plan_setup
+    from carryd.daemon.hosts.setup import Invocation, plan_setup
 
     script = tmp_path / "status with space.sh"
     script.write_text("#!/bin/sh\necho theirs\n", encoding="utf-8")
@@ -560,7 +562,7 @@ def test_gemini_pre_compress_tells_the_person(
 
 
 def test_a_session_key_is_a_safe_file_name_for_any_id() -> None:
-    from carryd.daemon.hook_state import session_key
+    from carryd.daemon.hosts.hook_state import session_key
 
     assert session_key({"session_id": SESSION}) == SESSION
     odd = session_key({"session_id": "../../etc/passwd"}) or ""
@@ -583,7 +585,7 @@ def test_the_per_message_hooks_stay_light(event_stdin: str, root: Path) -> None:
     stdin = claude_status(cwd, 80) if event_stdin == "statusline" else claude_prompt(cwd)
     probe = (
         "import io, sys\n"
-        "from carryd.daemon.cli import main\n"
+        "from carryd.daemon.cli.dispatch import main\n"
         f"sys.stdin = io.StringIO({stdin!r})\n"
         f"main(['hook', 'claude-code', {event_stdin!r}, '--root', {str(root)!r}])\n"
         "heavy = {'markdown_it', 'fastembed', 'onnxruntime', 'sqlite3', 'importlib.metadata',\n"

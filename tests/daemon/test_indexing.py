@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from carryd.daemon.cli import main
+from carryd.daemon.cli.dispatch import main
 from carryd.daemon.config import ModelSettings, Settings, load_settings
-from carryd.daemon.indexing import SyncReport, sync_root
-from carryd.daemon.model import explicit_model_keys, load_embedder_for
-from carryd.daemon.verifying import repair_root, verify_root
+from carryd.daemon.indexer.indexing import SyncReport, sync_root
+from carryd.daemon.indexer.model import explicit_model_keys, load_embedder_for
+from carryd.daemon.indexer.verifying import repair_root, verify_root
 from carryd.index.entries import parse_entries
 from carryd.index.store import Store
 from carryd.index.tokenize import TOKENIZER_VERSION, terms
@@ -492,7 +492,7 @@ def test_a_new_tokenizer_version_recomputes_every_posting_without_embedding(
 def test_progress_reports_embedded_so_far_against_the_total(
     small: Path, use_model: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr("carryd.daemon.indexing.COMMIT_EMBEDDINGS", 25)
+    monkeypatch.setattr("carryd.daemon.indexer.indexing.COMMIT_EMBEDDINGS", 25)
     calls: list[tuple[int, int]] = []
     report = sync(small, progress=lambda done, total: calls.append((done, total)))
     assert report.embedded == 60
@@ -548,7 +548,7 @@ def test_a_failed_commit_is_raised_by_the_sync_not_waited_for(
     from carryd.index.errors import IndexUnavailable
     from carryd.index.store import Store
 
-    monkeypatch.setattr("carryd.daemon.indexing.COMMIT_EMBEDDINGS", batch_size)
+    monkeypatch.setattr("carryd.daemon.indexer.indexing.COMMIT_EMBEDDINGS", batch_size)
     applied: list[int] = []
     real_apply = Store.apply
 

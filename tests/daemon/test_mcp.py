@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from carryd.daemon.cli import main
+from carryd.daemon.cli.dispatch import main
 
 mcp = pytest.importorskip("mcp", reason="the test extras include the MCP SDK")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from carryd.daemon.model_fetch import MARKER, DownloadGuard, probe_target, reachable
+from carryd.daemon.indexer.model_fetch import MARKER, DownloadGuard, probe_target, reachable
 from carryd.index.embed import DEFAULT_IDENTITY, FastEmbedder, ModelIdentity
 from carryd.index.errors import EmbedderUnavailable
 
@@ -165,7 +165,7 @@ def test_a_download_about_to_start_is_announced(
     # The download can take minutes: the user is told before it starts, not left in silence.
     monkeypatch.delenv("HF_HUB_OFFLINE")
     guard = DownloadGuard(tmp_path / "cache", probe=silent_hub.getsockname()[:2])
-    with caplog.at_level("WARNING", logger="carryd.daemon.model_fetch"):
+    with caplog.at_level("WARNING", logger="carryd.daemon.indexer.model_fetch"):
         assert guard.before_download(DEFAULT_IDENTITY) is None
     assert f"downloading {DEFAULT_IDENTITY.name}" in caplog.text
     assert str(tmp_path / "cache") in caplog.text

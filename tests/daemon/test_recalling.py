@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from carryd.daemon.cli import main
+from carryd.daemon.cli.dispatch import main
 from carryd.daemon.config import Settings, parse_settings
-from carryd.daemon.indexing import sync_root
+from carryd.daemon.indexer.indexing import sync_root
+from carryd.daemon.indexer.model import load_embedder_for
 from carryd.daemon.layout import open_store
-from carryd.daemon.model import load_embedder_for
-from carryd.daemon.recalling import Recaller, WarmSnapshot
+from carryd.daemon.recall.recalling import Recaller, WarmSnapshot
 from carryd.index.embed import Embedder
 from carryd.index.store import Store
 
@@ -198,7 +198,7 @@ def test_a_hits_confidence_does_not_depend_on_how_many_candidates_came_back(
     by_id = {hit["id"]: hit for hit in many["hits"]}
     assert one["hits"][0]["confidence"] == by_id[one["hits"][0]["id"]]["confidence"]
     # (Not across roots: the semantic confidence reads the cosine through the calibration
-    # measured on each root's own corpus, `carryd.daemon.calibrating`.)
+    # measured on each root's own corpus, `carryd.daemon.indexer.calibrating`.)
 
 
 def test_default_answers_only_inject_hits_and_zero_returns_every_candidate(
@@ -635,7 +635,7 @@ def test_a_repeated_question_after_an_edit_makes_no_pass_over_every_vector(
     """The carry asks the same questions after every edit: the recaller remembers each vector
     search and patches it with the ids the edit changed (`nearest_patch`) instead of scoring
     every vector again, and the answers stay a fresh recaller's."""
-    import carryd.daemon.remembered_searches as remembered_searches
+    import carryd.daemon.recall.remembered_searches as remembered_searches
 
     root = indexed(NOTES)
     passes: list[int] = []

@@ -199,9 +199,8 @@ def test_the_interruptible_embedder_gives_the_same_vectors_and_stops_between_sli
 ) -> None:
     import numpy as np
     from carryd.daemon.config import parse_settings
-    from carryd.daemon.interruptible import InterruptibleEmbedder
-    from carryd.daemon.model import load_embedder_for
-    from carryd.daemon.worker import StopSync
+    from carryd.daemon.indexer.interruptible import InterruptibleEmbedder, StopSync
+    from carryd.daemon.indexer.model import load_embedder_for
 
     embedder, why = load_embedder_for(parse_settings({"model": {"model_path": str(model_dir)}}))
     assert embedder is not None, why

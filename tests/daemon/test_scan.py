@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from carryd.daemon.config import IndexSettings
-from carryd.daemon.scan import (
+from carryd.daemon.indexer.scan import (
     FileContent,
     Problem,
     in_scope,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from carryd.daemon.config import Settings, load_settings
 from carryd.daemon.errors import UsageError
-from carryd.daemon.service import (
+from carryd.daemon.running.service import (
     CommandResult,
     carryd_command,
     cmd_service,

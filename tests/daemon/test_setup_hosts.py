@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from carryd.daemon.cli import main
-from carryd.daemon.setup_hosts import (
+from carryd.daemon.cli.dispatch import main
+from carryd.daemon.hosts.setup import (
     HOST_HOOKS,
     Invocation,
     carryd_event_of,

@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from carryd.daemon.cli import main
+from carryd.daemon.cli.dispatch import main
 from carryd.daemon.config import ModelSettings, Settings
 from carryd.daemon.layout import carry_report
-from carryd.daemon.state import DaemonState, pid_alive, read_state
-from carryd.daemon.status import probe_model, render_text, status_report
+from carryd.daemon.running.daemon_state import DaemonState
+from carryd.daemon.running.status import probe_model, render_text, status_report
+from carryd.daemon.state import pid_alive, read_state
 
 
 def make_settings(root: Path, model_path: str = "") -> Settings:
@@ -389,8 +390,8 @@ def test_a_remembered_download_failure_is_shown_with_when_carryd_tries_again(
 ) -> None:
     """A failed download of the default model is remembered (model_fetch); status says when
     it failed, why, and when carryd tries again, instead of leaving the model "unknown"."""
-    from carryd.daemon.model import model_cache_dir
-    from carryd.daemon.model_fetch import guard_for
+    from carryd.daemon.indexer.model import model_cache_dir
+    from carryd.daemon.indexer.model_fetch import guard_for
 
     settings = make_settings(root)
     write_carry(root, "proj", 2000)

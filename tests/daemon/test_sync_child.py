@@ -1,4 +1,4 @@
-"""A big sync in a child process (`carryd.daemon.sync_child`): the index it leaves is the one
+"""A big sync in a child process (`indexer.sync_child`): the index it leaves is the one
 the daemon's own sync would leave, a small sync stays in the daemon, a child that fails or is
 stopped loses nothing. Real child processes, the real test model, real SQLite."""
 
@@ -13,13 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from carryd.daemon import sync_child
 from carryd.daemon.config import Settings, parse_settings
-from carryd.daemon.indexing import SyncReport, open_store, sync_root
-from carryd.daemon.model import load_embedder_for
-from carryd.daemon.state import DaemonState, indexing_file
-from carryd.daemon.sync_child import sync_root_forked
-from carryd.daemon.worker import Indexer, StopSync
+from carryd.daemon.indexer import sync_child
+from carryd.daemon.indexer.indexing import SyncReport, open_store, sync_root
+from carryd.daemon.indexer.interruptible import StopSync
+from carryd.daemon.indexer.model import load_embedder_for
+from carryd.daemon.indexer.sync_child import sync_root_forked
+from carryd.daemon.running.daemon_state import DaemonState
+from carryd.daemon.running.worker import Indexer
+from carryd.daemon.state import indexing_file
 from carryd.index.embed import Embedder
 
 WORDS = "ledger carry vector sqlite handoff plan recall anchor budget index".split()

@@ -8,9 +8,9 @@ import tomllib
 
 import pytest
 from carryd.daemon.config import parse_settings
-from carryd.daemon.scheduler import Scheduler, planned_jobs
-from carryd.daemon.watcher import changes_for
-from carryd.daemon.worker import (
+from carryd.daemon.running.scheduler import Scheduler, planned_jobs
+from carryd.daemon.running.watcher import changes_for
+from carryd.daemon.running.worker import (
     Batch,
     Change,
     Debouncer,
@@ -361,12 +361,12 @@ def test_the_verify_task_repairs_damage_inside_the_index(tmp_path, use_model) ->
     """A reconcile only re-reads changed files; lost postings and vectors need the repair."""
     import sqlite3
 
-    from carryd.daemon.indexing import sync_root
+    from carryd.daemon.indexer.indexing import sync_root
+    from carryd.daemon.indexer.model import load_embedder_for
+    from carryd.daemon.indexer.verifying import verify_root
     from carryd.daemon.layout import open_store
-    from carryd.daemon.model import load_embedder_for
-    from carryd.daemon.state import DaemonState
-    from carryd.daemon.verifying import verify_root
-    from carryd.daemon.worker import Indexer
+    from carryd.daemon.running.daemon_state import DaemonState
+    from carryd.daemon.running.worker import Indexer
 
     root = tmp_path / "root"
     (root / "ws").mkdir(parents=True)
@@ -399,10 +399,10 @@ def test_the_verify_task_repairs_damage_inside_the_index(tmp_path, use_model) ->
 def two_workspace_indexer(tmp_path, use_model):  # type: ignore[no-untyped-def]
     """An `Indexer` over a root of two workspaces, `ws` and `other`, one entry each (the
     real model and store); yields (root, settings, indexer) and closes both after."""
+    from carryd.daemon.indexer.model import load_embedder_for
     from carryd.daemon.layout import open_store
-    from carryd.daemon.model import load_embedder_for
-    from carryd.daemon.state import DaemonState
-    from carryd.daemon.worker import Indexer
+    from carryd.daemon.running.daemon_state import DaemonState
+    from carryd.daemon.running.worker import Indexer
 
     root = tmp_path / "root"
     for workspace in ("ws", "other"):
@@ -426,7 +426,7 @@ def test_a_batch_also_rewrites_a_damaged_carry_of_another_workspace(tmp_path, us
     import os
 
     from carryd.daemon.layout import check_carry
-    from carryd.daemon.worker import Batch
+    from carryd.daemon.running.worker import Batch
 
     with two_workspace_indexer(tmp_path, use_model) as (root, settings_, indexer):
         indexer.run("reconcile")
@@ -447,8 +447,8 @@ def test_a_batch_reads_another_carry_again_only_when_its_files_moved(
     damage and rewrites it."""
     import os
 
-    import carryd.daemon.carry_damage_watch as watch
-    from carryd.daemon.worker import Batch
+    import carryd.daemon.carries.damage_watch as watch
+    from carryd.daemon.running.worker import Batch
 
     checked: list[str] = []
     check = watch.carry_damage
@@ -477,13 +477,13 @@ def test_an_edit_refreshes_the_shared_warm_snapshot_from_the_change_log(
     """The worker's carries and the query thread read one warm snapshot; after the start-up
     load, an edited entry reaches it through the store's change log, never a full reload, and
     the answers are exactly a freshly loaded recaller's."""
-    from carryd.daemon.indexing import sync_root
+    from carryd.daemon.indexer.indexing import sync_root
+    from carryd.daemon.indexer.model import load_embedder_for
     from carryd.daemon.layout import open_store
-    from carryd.daemon.model import load_embedder_for
-    from carryd.daemon.recall_access import ThreadRecall
-    from carryd.daemon.recalling import Recaller, WarmSnapshot
-    from carryd.daemon.state import DaemonState
-    from carryd.daemon.worker import Batch, Indexer
+    from carryd.daemon.recall.access import ThreadRecall
+    from carryd.daemon.recall.recalling import Recaller, WarmSnapshot
+    from carryd.daemon.running.daemon_state import DaemonState
+    from carryd.daemon.running.worker import Batch, Indexer
 
     root = tmp_path / "root"
     (root / "ws" / "handoff").mkdir(parents=True)

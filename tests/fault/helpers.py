@@ -17,9 +17,9 @@ from typing import Any
 
 from carryd.daemon.config import Settings, load_settings
 from carryd.daemon.control import request
-from carryd.daemon.index_lock import holder
+from carryd.daemon.indexer.index_lock import holder
+from carryd.daemon.indexer.verifying import verify_root
 from carryd.daemon.layout import check_carry, list_workspaces
-from carryd.daemon.verifying import verify_root
 
 REPO = Path(__file__).resolve().parents[2]
 READY_TIMEOUT = 90.0

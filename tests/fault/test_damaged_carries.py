@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from carryd.daemon.cli import main
+from carryd.daemon.cli.dispatch import main
 from carryd.daemon.config import load_settings
 from carryd.daemon.layout import check_carry
 

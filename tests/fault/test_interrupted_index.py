@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from carryd.daemon.config import load_settings
+from carryd.daemon.running.status import status_report
 from carryd.daemon.state import read_indexing
-from carryd.daemon.status import status_report
 
 from tests.fault.helpers import cli, note_text, start_cli, wait_for
 

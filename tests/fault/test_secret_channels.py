@@ -24,7 +24,7 @@ from tests.secret_corpus import CORPUS, WINDOW, Case, leaks
 PER_WORKSPACE = 12
 HOOK_DRIVER = """
 import io, json, sys
-from carryd.daemon.cli import main
+from carryd.daemon.cli.dispatch import main
 answers = {}
 for workspace, payload in json.loads(sys.stdin.read()).items():
     stdin, stdout = sys.stdin, sys.stdout

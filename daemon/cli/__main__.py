@@ -1,0 +1,7 @@
+"""`python -m carryd.daemon.cli`: the `carryd` command (service units and benches run it so)."""
+
+import sys
+
+from carryd.daemon.cli.dispatch import main
+
+sys.exit(main())

@@ -1,0 +1,316 @@
+"""A sync's plan (steps 1-3 of `indexer.indexing`): read what changed on disk against the
+files table, parse and diff the changed files' entries, and decide per file what to write.
+
+Nothing here writes the index: `plan_sync` returns a `SyncPlan` that `indexing` applies one
+transaction of whole files at a time. A model identity change is decided here too (the old
+index is copied aside first, and the user told once through the plan's notes).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from carryd.daemon.indexer.scan import (
+    Problem,
+    ScanResult,
+    in_scope,
+    is_markdown,
+    read_markdown,
+    scan_paths,
+    scan_root,
+)
+from carryd.index.entries import Entry, parse_entries
+from carryd.index.redact import redact
+from carryd.index.sync import (
+    EntryDiff,
+    EntryRow,
+    FileRecord,
+    FileStat,
+    accept_entries,
+    diff_entries,
+    plan,
+    row_for,
+    stat_trusted,
+)
+from carryd.index.tokenize import terms
+
+if TYPE_CHECKING:
+    from carryd.daemon.config import Settings
+    from carryd.index.embed import Embedder
+    from carryd.index.store import Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Work:
+    """What a sync found on disk against the files table (steps 1-2 of `_sync`)."""
+
+    problems: list[Problem] = field(default_factory=list)
+    file_rows: list[FileRecord] = field(default_factory=list)
+    deleted_files: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    texts: dict[str, str] = field(default_factory=dict)  # path -> text of files to parse
+
+
+@dataclass(frozen=True)
+class EntryChanges:
+    """The parsed entries of changed files, diffed against the stored ones (step 3)."""
+
+    parsed: int  # files parsed
+    accepted: tuple[Entry, ...]
+    diff: EntryDiff
+    old_by_id: Mapping[str, EntryRow]
+
+
+@dataclass(frozen=True)
+class FileWork:
+    """What one path's sync writes, committed together (so an interrupted sync keeps whole
+    files): its entry rows, removed ids, postings, stale vectors, L0s to embed and its record
+    (None for entries of unchanged files that only catch up on vectors)."""
+
+    path: str
+    record: FileRecord | None = None
+    delete_file: bool = False
+    rows: tuple[EntryRow, ...] = ()
+    removed: tuple[str, ...] = ()
+    postings: tuple[tuple[str, dict[str, int]], ...] = ()
+    stale_vectors: tuple[str, ...] = ()
+    to_embed: tuple[tuple[str, str, str], ...] = ()  # (id, L0 hash, L0)
+
+
+@dataclass(frozen=True)
+class SyncPlan:
+    """Everything one sync writes, decided before anything is embedded or written."""
+
+    identity_key: str
+    files: tuple[FileWork, ...]  # sorted by path
+    drop_other_identities: bool
+    expects_vectors: bool  # entries were added, changed or left without vectors
+    retokenized: bool  # a new tokenizer: record its version with the last batch
+
+    @property
+    def to_embed(self) -> int:
+        return sum(len(work.to_embed) for work in self.files)
+
+
+def read_changes(
+    settings: Settings, store: Store, paths: Iterable[str] | None, *, lexicon_stale: bool
+) -> Work:
+    """Given the paths that changed (None: all), return what is on disk against the files
+    table: the texts to parse, the file records to write and the files gone."""
+    root = settings.root_path
+    now_ns = time.time_ns()
+    work = Work()
+    scan, indexed = _on_disk(settings, store, paths)
+    work.problems.extend(scan.problems)
+    file_plan = plan(scan.files, indexed)
+    to_read = sorted(scan.files) if lexicon_stale else file_plan.to_read
+    kept = set() if lexicon_stale else set(file_plan.unchanged)
+    work.unchanged = len(kept)
+    for path in to_read:
+        content = read_markdown(
+            root,
+            path,
+            settings.index.max_file_bytes,
+            follow_links_outside_root=settings.index.follow_links_outside_root,
+        )
+        if content is None:
+            continue
+        if isinstance(content, Problem):
+            work.problems.append(content)
+            continue
+        kept.add(path)
+        fresh = FileRecord(path, content.size, content.mtime_ns, content.sha256, now_ns)
+        record = indexed.get(path)
+        if record is None or record.sha256 != content.sha256 or lexicon_stale:
+            work.texts[path] = content.text
+            work.file_rows.append(fresh)
+            continue
+        work.unchanged += 1  # same bytes: refresh the record only when that changes something
+        same_stat = (record.size, record.mtime_ns) == (fresh.size, fresh.mtime_ns)
+        if not same_stat or stat_trusted(fresh, FileStat(fresh.size, fresh.mtime_ns)):
+            work.file_rows.append(fresh)
+    work.deleted_files = sorted(path for path in indexed if path not in kept)
+    return work
+
+
+def bytes_to_read(settings: Settings, store: Store, paths: Iterable[str] | None) -> int:
+    """Given the paths that changed (None: all), return the bytes of the Markdown files a sync
+    would read, from a stat walk against the files table (no file is opened): how big the
+    sync will be, before any of its work is done."""
+    scan, indexed = _on_disk(settings, store, paths)
+    return sum(scan.files[path].size for path in plan(scan.files, indexed).to_read)
+
+
+def _on_disk(
+    settings: Settings, store: Store, paths: Iterable[str] | None
+) -> tuple[ScanResult, dict[str, FileRecord]]:
+    """Given the paths that changed (None: all), return their stat walk and the records of
+    the indexed files in the same scope."""
+    root = settings.root_path
+    if paths is None:
+        return scan_root(root, settings.index), store.file_records()
+    wanted = relative_paths(root, paths)
+    scan = scan_paths(root, wanted, settings.index)
+    scope = {path for path in wanted if is_markdown(path) and in_scope(path, settings.index)}
+    for path in wanted:
+        scope.update(store.file_paths_under(path))
+    scope.update(scan.files)
+    return scan, store.file_records(scope)
+
+
+def entry_changes(
+    store: Store, work: Work, embedder: Embedder | None, *, lexicon_stale: bool
+) -> EntryChanges:
+    """Given the texts to parse, return their entries diffed against the stored ones (a
+    duplicate id is a problem appended to `work`)."""
+    parsed = {path: parse_entries(path, text) for path, text in work.texts.items()}
+    reparsed = set(parsed) | set(work.deleted_files)
+    old_rows = store.rows_for_paths(sorted(reparsed)) if reparsed else []
+    all_ids = [entry.id for entries in parsed.values() for entry in entries]
+    owners = {
+        entry_id: owner
+        for entry_id, owner in (store.owners(all_ids) if all_ids else {}).items()
+        if owner not in reparsed
+    }
+    accepted, duplicates = accept_entries(parsed, owners)
+    work.problems.extend(
+        Problem(d.path, f"duplicate entry id {d.id} (kept in {d.owner}); skipped", "duplicate_id")
+        for d in duplicates
+    )
+    identity_key = embedder.identity.key() if embedder is not None else ""
+    vector_hashes = (
+        store.vector_hashes(identity_key, [entry.id for entry in accepted]) if embedder else {}
+    )
+    diff = diff_entries(old_rows, accepted, vector_hashes, retokenize_all=lexicon_stale)
+    return EntryChanges(
+        parsed=len(parsed),
+        accepted=tuple(accepted),
+        diff=diff,
+        old_by_id={row.id: row for row in old_rows},
+    )
+
+
+def plan_sync(
+    store: Store,
+    work: Work,
+    changes: EntryChanges,
+    embedder: Embedder | None,
+    *,
+    lexicon_stale: bool,
+) -> tuple[list[str], SyncPlan]:
+    """Given what changed, return notes for the user and the plan, per file: rows and postings
+    of new and changed entries, removed ids, vectors to drop and to embed (a model identity
+    change, or entries left without vectors by a degraded run, included) and the file record."""
+    diff, old_by_id = changes.diff, changes.old_by_id
+    identity_key = embedder.identity.key() if embedder is not None else ""
+    notes: list[str] = []
+    drop_other = False
+    catch_up: list[EntryRow] = []
+    if embedder is not None and store.meta("vectors_complete") != identity_key:
+        others = {key: n for key, n in store.vector_identities().items() if key != identity_key}
+        if others:
+            notes.append(identity_change(store, embedder, others))
+            drop_other = True
+        handled = {entry.id for entry in changes.accepted} | set(diff.removed)
+        catch_up = [row for row in store.missing_vectors(identity_key) if row.id not in handled]
+    parts: dict[str, dict[str, list[Any]]] = {}
+
+    def part(path: str, kind: str) -> list[Any]:
+        return parts.setdefault(path, {}).setdefault(kind, [])
+
+    doc_lengths: dict[str, int] = {}
+    for entry in diff.retokenize:
+        counts = Counter(terms(redact(entry.text)))
+        doc_lengths[entry.id] = sum(counts.values())
+        part(entry.path, "postings").append((entry.id, dict(counts)))
+    rewritten = {entry.id: entry for entry in diff.new + diff.changed + diff.retokenize}
+    for entry in rewritten.values():
+        old = old_by_id.get(entry.id)
+        length = doc_lengths.get(entry.id, old.doc_len if old is not None else 0)
+        part(entry.path, "rows").append(row_for(entry, length))
+    for entry_id in diff.removed:
+        part(old_by_id[entry_id].path, "removed").append(entry_id)
+    for entry in diff.changed:
+        if old_by_id[entry.id].l0_hash != entry.l0_hash:
+            part(entry.path, "stale").append(entry.id)
+    for entry in diff.to_embed:
+        part(entry.path, "embed").append((entry.id, entry.l0_hash, entry.l0))
+    for row in catch_up:
+        part(row.path, "embed").append((row.id, row.l0_hash, row.l0))
+    records = {record.path: record for record in work.file_rows}
+    deleted = set(work.deleted_files)
+    files = tuple(
+        FileWork(
+            path=path,
+            record=records.get(path),
+            delete_file=path in deleted,
+            rows=tuple(parts.get(path, {}).get("rows", ())),
+            removed=tuple(parts.get(path, {}).get("removed", ())),
+            postings=tuple(parts.get(path, {}).get("postings", ())),
+            stale_vectors=tuple(parts.get(path, {}).get("stale", ())),
+            to_embed=tuple(parts.get(path, {}).get("embed", ())),
+        )
+        for path in sorted(set(parts) | set(records) | deleted)
+    )
+    return notes, SyncPlan(
+        identity_key=identity_key,
+        files=files,
+        drop_other_identities=drop_other,
+        expects_vectors=bool(diff.new or diff.changed or catch_up),
+        retokenized=lexicon_stale,
+    )
+
+
+def identity_change(store: Store, embedder: Embedder, others: dict[str, int]) -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    backup = store.path.with_name(f"{store.path.name}.old-model-{stamp}")
+    failure = store.backup_to(backup)
+    kept = (
+        f"the old index is kept as {backup.name}"
+        if failure is None
+        else f"could not keep a copy of the old index ({failure})"
+    )
+    old = ", ".join(identity_name(key) for key in sorted(others))
+    message = (
+        f"model identity changed from {old} to {embedder.identity.name}: re-embedding every "
+        f"entry ({sum(others.values())} old vectors dropped; {kept})"
+    )
+    log.info("%s", message)  # surfaced once through the report's notes
+    return message
+
+
+def identity_name(key: str) -> str:
+    try:
+        data = json.loads(key)
+    except ValueError:
+        return key
+    return f"{data.get('name')} ({data.get('file')}, {data.get('dim')}-d)"
+
+
+def relative_paths(root: Path, paths: Iterable[str]) -> list[str]:
+    resolved_root = root.resolve()
+    out: list[str] = []
+    for path in paths:
+        text = os.fspath(path)
+        if os.path.isabs(text):
+            candidate = Path(text)
+            for base in (root, resolved_root):
+                try:
+                    text = candidate.relative_to(base).as_posix()
+                    break
+                except ValueError:
+                    continue
+            else:
+                continue  # outside the root
+        out.append(Path(text).as_posix().strip("/"))
+    return out
