@@ -1,0 +1,97 @@
+"""The real Claude Code, set up with `carryd setup claude-code`: what reaches the model.
+
+Every assertion is on the requests Claude Code really sent the fake API: the carry whole after
+each SessionStart source, the hand-off note once per crossing, nothing from carryd when the
+setup is broken (the person is told instead).
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.hosts.claude import ClaudeSession, claude_env, hook_outputs
+from tests.hosts.sandbox import Sandbox, carried_whole
+
+# Claude Code compacts at its auto-compact window less the room for an answer and a buffer
+# (about 33k tokens); 200k pins the window so the usage the fake API reports means the same to
+# Claude Code and to carryd, whatever the model's own window.
+AUTO_COMPACT_WINDOW = 200_000
+# Above 0.75 of the hand-off point (carryd's threshold) and below Claude Code's own compaction.
+NEAR_HANDOFF = 160_000
+QUIET = 1_000
+
+
+@pytest.fixture
+def claude(box: Sandbox) -> Sandbox:
+    box.setup("claude-code")
+    return box
+
+
+@pytest.mark.parametrize("source", ["startup", "clear", "compact", "resume"])
+def test_the_carry_reaches_the_model_whole_after_each_source(claude: Sandbox, source: str) -> None:
+    box = claude
+    with ClaudeSession(box) as session:
+        events, requests = session.send("hello")
+        assert [o["hookSpecificOutput"]["hookEventName"] for o in hook_outputs(events,
+                "SessionStart")] == ["SessionStart"]  # fmt: skip
+        if source == "startup":
+            assert requests and carried_whole(box.carry(), box.carry_path, requests[0].text)
+            return
+        carry = box.new_ledger_item(f"checked the carry after {source}")
+        if source in ("clear", "compact"):
+            session.send(f"/{source}")
+            _, requests = session.send("go on")
+        else:
+            session.close()
+    if source == "resume":
+        with ClaudeSession(box, "--resume", session.session_id) as resumed:
+            _, requests = resumed.send("go on")
+    assert requests, "Claude Code sent the model nothing"
+    assert carried_whole(carry, box.carry_path, requests[0].text), requests[0].text[:3000]
+
+
+def note_count(box: Sandbox, text: str) -> int:
+    """How many hand-off notes a request holds: each names the ledger by its absolute path,
+    which nothing else the model reads does (the carry names it relative to the root)."""
+    return text.count(str(box.ledger))
+
+
+def test_the_prompt_note_comes_once_per_crossing(claude: Sandbox) -> None:
+    box = claude
+    env = claude_env(box, CLAUDE_CODE_AUTO_COMPACT_WINDOW=str(AUTO_COMPACT_WINDOW))
+    assert str(box.ledger) not in box.carry()
+    seen = []
+    with ClaudeSession(box, env=env) as session:
+        # The prompt hook judges by the usage of the answer before it (the transcript's last).
+        for usage, prompt in [
+            (QUIET, "one"),
+            (NEAR_HANDOFF, "two"),  # answered near the hand-off point
+            (NEAR_HANDOFF, "three"),  # crossed: the note
+            (QUIET, "four"),  # still above (the answer before said so): no second note
+            (QUIET, "five"),  # below again: re-armed, nothing to say
+            (NEAR_HANDOFF, "six"),
+            (NEAR_HANDOFF, "seven"),  # crossed again: the note again
+        ]:
+            box.api.input_tokens = usage
+            _, requests = session.send(prompt)
+            assert requests, f"no request for {prompt!r}"
+            seen.append(note_count(box, requests[-1].text))
+    # In the history of each request: none, none, one, one, one, one, two.
+    assert seen == [0, 0, 1, 1, 1, 1, 2]
+
+
+def test_a_setup_problem_reaches_the_person_not_the_model(claude: Sandbox) -> None:
+    box = claude
+    shutil.rmtree(box.root)  # set up, then the root went away
+    with ClaudeSession(box) as session:
+        events, requests = session.send("hello")
+        session.send("and again")
+    assert requests
+    for request in box.api.main_requests():
+        assert "carryd" not in request.text.lower()
+        assert str(box.root) not in request.text
+    (answer,) = hook_outputs(events, "SessionStart")
+    assert "hookSpecificOutput" not in answer
+    assert "carryd" in answer["systemMessage"] and str(box.root) in answer["systemMessage"]
