@@ -57,6 +57,10 @@ class Request:
         """Every string in the body, joined: what the model would read."""
         return "\n".join(strings(self.body))
 
+    def texts(self) -> list[str]:
+        """Every string in the body, one by one."""
+        return strings(self.body)
+
 
 def strings(value: Any) -> list[str]:
     """Given a JSON value, return every string in it, depth first."""
