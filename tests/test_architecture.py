@@ -172,7 +172,9 @@ def test_every_registered_host_answers_exactly_its_events() -> None:
         module = importlib.import_module(host.module)
         assert set(module.EVENTS) == set(host.events), name
         assert isinstance(module.CLEAR_COMMAND, str) and module.CLEAR_COMMAND, name
-    assert HOSTS["gemini"].events == ("session-start", "before-agent", "pre-compress")
+    assert HOSTS["gemini"].events == (
+        "session-start", "before-agent", "after-tool", "pre-compress", "after-agent",
+    )  # fmt: skip
 
 
 def test_host_neutral_hook_modules_name_no_host() -> None:
