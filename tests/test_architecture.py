@@ -172,7 +172,9 @@ def test_every_registered_host_answers_exactly_its_events() -> None:
         module = importlib.import_module(host.module)
         assert set(module.EVENTS) == set(host.events), name
         assert isinstance(module.CLEAR_COMMAND, str) and module.CLEAR_COMMAND, name
-    assert HOSTS["gemini"].events == ("session-start", "before-agent", "pre-compress")
+    assert HOSTS["gemini"].events == (
+        "session-start", "before-agent", "after-tool", "pre-compress", "after-agent",
+    )  # fmt: skip
 
 
 def test_host_neutral_hook_modules_name_no_host() -> None:
@@ -199,6 +201,7 @@ LAYERS = (
     "carryd.daemon.carries",
     "carryd.daemon.running",
     "carryd.daemon.hosts",
+    "carryd.daemon.mcp",
     "carryd.daemon.cli",
 )
 DAEMON_LAYERS = tuple(layer for layer in LAYERS if layer.startswith("carryd.daemon."))
@@ -327,7 +330,7 @@ def test_the_layer_checks_see_what_they_should() -> None:
     handoff = _carryd_imports(REPO / "daemon" / "hosts" / "handoff.py")
     assert "carryd.daemon.carries.carrying" in handoff  # imported inside a function
     assert _layer("carryd.daemon.state") < _layer("carryd.daemon.indexer.scan")
-    assert _layer("carryd.daemon.running.worker") < _layer("carryd.daemon.hosts.mcp")
+    assert _layer("carryd.daemon.running.worker") < _layer("carryd.daemon.mcp.server")
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
 

@@ -3,7 +3,7 @@
 `carryd index|verify|recall|expand|carry|plan|status` live here; the services they call
 (`indexer.indexing`, `recall.access`, `carries.carrying`, `carries.archive`, `running.status`)
 live in the layers below. `carryd run`, `service`, `hook`, `setup` and `mcp` have modules of
-their own (`running.run`, `running.service`, `hosts.hook_command`, `hosts.setup`, `hosts.mcp`).
+their own (`running.run`, `running.service`, `hosts.hook_command`, `hosts.setup`, `mcp.server`).
 JSON exists here and at the control socket, nowhere inside.
 """
 

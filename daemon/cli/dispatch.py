@@ -33,7 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("carryd.daemon.cli.commands", "cmd_plan"),
     "hook": ("carryd.daemon.hosts.hook_command", "cmd_hook"),
     "setup": ("carryd.daemon.hosts.setup", "cmd_setup"),
-    "mcp": ("carryd.daemon.hosts.mcp", "cmd_mcp"),
+    "mcp": ("carryd.daemon.mcp.server", "cmd_mcp"),
 }
 
 
@@ -220,8 +220,8 @@ def _add_host_commands(
         "mcp",
         parents=[common],
         help="serve recall, expand, carry and status as MCP tools on stdio",
-        description="A stdio MCP server (needs the optional extra: pip install 'carryd[mcp]'). "
-        "Answers through the running daemon when there is one, else in-process.",
+        description="A stdio MCP server (JSON-RPC on stdin/stdout). Answers through the "
+        "running daemon when there is one, else in-process.",
     )
     mcp.add_argument("--workspace", help="the carry tool's default workspace (else the cwd's)")
 

@@ -1,5 +1,6 @@
 """Host integrations: the registry, one module per host, hook events and state, the hand-off
-and its trigger, `carryd setup` and the settings files it edits, `carryd mcp`.
+and its trigger, where each host compacts, per-host rendering, `carryd setup` and the settings
+files it edits.
 
-May import running/ (the status MCP reports), carries/, recall/, indexer/ and daemon/*.py.
+May import running/, carries/, recall/, indexer/ and daemon/*.py.
 """

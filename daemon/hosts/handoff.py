@@ -205,18 +205,16 @@ def _read_prebuilt_inline(settings: Settings, workspace: str, budget: int) -> st
 # --- the status hint ----------------------------------------------------------------------------
 
 
-def carry_hint(settings: Settings, cwd: str, *, fraction: float | None) -> str:
-    """Given the host's working directory and the context used (0–1, None: unknown), return
-    the carryd part of a status line: the carry's state, and at the hand-off threshold what
-    to do (`/clear` hands off)."""
-    hooks = settings.hooks
+def carry_hint(settings: Settings, cwd: str, *, at_handoff: bool) -> str:
+    """Given the host's working directory and whether the session is at its hand-off point,
+    return the carryd part of a status line: the carry's state, and at the hand-off point
+    what hands off (`/clear`)."""
     workspace = find_workspace(settings, cwd)
     if workspace is None:
         return f" | carryd: no workspace {one_line(settings.workspace_for(cwd))[:40]!r}"
     freshness = check_carry(settings, workspace)
     label = one_line(workspace)[:40]
-    at_threshold = fraction is not None and fraction + 1e-9 >= hooks.handoff_threshold
-    if not at_threshold:
+    if not at_handoff:
         return f" | carry {freshness.state} ({label})"
     hint = {
         "fresh": "fresh carry ready: /clear to hand off",
@@ -226,7 +224,7 @@ def carry_hint(settings: Settings, cwd: str, *, fraction: float | None) -> str:
         "missing": "no carry yet: /clear plans one and hands off",
         "damaged": "carry damaged: /clear re-plans it and hands off",
     }[freshness.state]
-    return f" >= {hooks.handoff_threshold:.0%} | {hint} ({label})"
+    return f" | at hand-off | {hint} ({label})"
 
 
 # --- small helpers ------------------------------------------------------------------------------

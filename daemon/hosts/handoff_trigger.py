@@ -1,29 +1,30 @@
-"""The write side of the hand-off: when a session's context crosses the threshold, tell the model
-once to write its hand-off (ledger + plan) and to ask the person for `/clear`.
+"""The write side of the hand-off: when a session's context crosses its hand-off point, a note
+states it once, with where the hand-off files are.
 
-Pure: given the usage the host last reported for the session (the status line's number, or the
-usage recorded in the session's transcript) and a small per-session mark, decide; the hook shell
-reads and writes the mark. The instruction is given once per crossing of
-`hooks.handoff_threshold`: usage at or above it with no instruction given since it was last
-below. When the usage falls below again (the host compacted), the mark re-arms.
+Pure: given the session's usage (tokens, from the status line's record or the host's
+transcript), where the host will compact (`compaction.Point`) and a small per-session mark,
+decide; the hook shell reads and writes the mark. The note is given once per crossing of the
+hand-off point (`compaction.handoff_tokens`: `hooks.handoff_threshold` of the compaction point,
+at least one large step before it): usage at or above it with no note given since it was last
+below. When the usage falls below again (the host compacted, or `/clear`), the mark re-arms.
 
-Where the usage comes from is the host's business: each host module reads its own transcript
-format (`transcript_usage` in `claude_code.py`, `codex.py`, `gemini.py`), with
-`last_jsonl_usage` for the hosts whose transcript is JSON lines.
+The note states facts, never orders: how to keep the ledger and plan is the instruction
+paragraph (`carryd setup HOST --print-instructions`) in the host's CLAUDE.md / AGENTS.md /
+GEMINI.md. Where the usage comes from is the host's business (`transcript_usage` in each host
+module); `Usage` is what they return.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 UsageSource = Literal["statusline", "transcript"]
 TriggerReason = Literal[
-    "crossed",  # at or above the threshold for the first time since it was below: instruct
-    "already_told",  # still above; the instruction was given in this crossing
+    "crossed",  # at or above the hand-off point for the first time since it was below: note
+    "already_told",  # still above; the note was given in this crossing
     "below_threshold",  # nothing to say (and the mark re-arms)
     "usage_unknown",  # no status line record and no usage in the transcript
 ]
@@ -31,31 +32,94 @@ TriggerReason = Literal[
 TRANSCRIPT_TAIL_BYTES = 256 * 1024
 
 
-@dataclass(frozen=True)
+class Usage:
+    """What a transcript's tail says about the context: the tokens in it (0 right after a
+    compaction), the model, its window when the transcript records one, and where the host
+    last compacted by itself (tokens before an automatic compaction)."""
+
+    __slots__ = ("compacted_at", "model", "tokens", "window")
+
+    def __init__(
+        self,
+        tokens: int,
+        *,
+        model: str | None = None,
+        window: int | None = None,
+        compacted_at: int | None = None,
+    ) -> None:
+        self.tokens = tokens
+        self.model = model
+        self.window = window
+        self.compacted_at = compacted_at
+
+    def __repr__(self) -> str:
+        return (
+            f"Usage({self.tokens}, model={self.model!r}, window={self.window}, "
+            f"compacted_at={self.compacted_at})"
+        )
+
+
 class SessionMark:
     """What the trigger remembers of one host session."""
 
-    told: bool = False  # the instruction was given since the usage was last below the threshold
-    fraction: float | None = None  # the usage seen at the last prompt
+    __slots__ = ("blocked", "fraction", "told", "told_at")
+
+    def __init__(
+        self,
+        told: bool = False,
+        fraction: float | None = None,
+        *,
+        told_at: float | None = None,
+        blocked: bool = False,
+    ) -> None:
+        self.told = told  # the note was given since the usage was last below the hand-off point
+        self.fraction = fraction  # the usage seen last, as a share of the compaction point
+        self.told_at = told_at  # when the note was given (the ledger is fresh if newer)
+        self.blocked = blocked  # a compaction was held back once in this crossing
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SessionMark) and self.to_json() == other.to_json()
+
+    def __repr__(self) -> str:
+        return f"SessionMark({self.to_json()})"
 
     def to_json(self) -> dict[str, Any]:
-        return {"told": self.told, "fraction": self.fraction}
+        return {
+            "told": self.told,
+            "fraction": self.fraction,
+            "told_at": self.told_at,
+            "blocked": self.blocked,
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> SessionMark:
         if not isinstance(data, Mapping):
             return cls()
-        fraction = _fraction(data.get("fraction"))
-        return cls(told=data.get("told") is True, fraction=fraction)
+        told_at = _fraction(data.get("told_at"), clamp=False)
+        return cls(
+            told=data.get("told") is True,
+            fraction=_fraction(data.get("fraction")),
+            told_at=told_at,
+            blocked=data.get("blocked") is True,
+        )
 
 
-@dataclass(frozen=True)
 class TriggerDecision:
-    instruct: bool
-    reason: TriggerReason
-    fraction: float | None
-    source: UsageSource | None
-    mark: SessionMark  # the mark to keep after this prompt
+    __slots__ = ("fraction", "instruct", "mark", "reason", "source")
+
+    def __init__(
+        self,
+        instruct: bool,
+        reason: TriggerReason,
+        fraction: float | None,
+        source: UsageSource | None,
+        mark: SessionMark,
+    ) -> None:
+        self.instruct = instruct
+        self.reason = reason
+        self.fraction = fraction
+        self.source = source
+        self.mark = mark  # the mark to keep after this call
 
 
 def decide(
@@ -63,9 +127,12 @@ def decide(
     source: UsageSource | None,
     mark: SessionMark,
     threshold: float,
+    *,
+    now: float | None = None,
 ) -> TriggerDecision:
-    """Given the session's usage (0–1, or None), its mark and the threshold, return whether to
-    instruct the model now and the mark to keep."""
+    """Given the session's usage as a share of its compaction point (or None), its mark and
+    the hand-off point as a share of the compaction point, return whether to give the note
+    now and the mark to keep."""
     if fraction is None:
         return TriggerDecision(False, "usage_unknown", None, None, mark)
     if fraction + 1e-9 < threshold:
@@ -73,41 +140,32 @@ def decide(
             False, "below_threshold", fraction, source, SessionMark(False, fraction)
         )
     if mark.told:
-        return TriggerDecision(False, "already_told", fraction, source, SessionMark(True, fraction))
-    return TriggerDecision(True, "crossed", fraction, source, SessionMark(True, fraction))
+        kept = SessionMark(True, fraction, told_at=mark.told_at, blocked=mark.blocked)
+        return TriggerDecision(False, "already_told", fraction, source, kept)
+    return TriggerDecision(
+        True, "crossed", fraction, source, SessionMark(True, fraction, told_at=now)
+    )
 
 
-def choose_usage(
-    statusline: float | None, transcript: float | None
-) -> tuple[float | None, UsageSource | None]:
-    """Given what the status line last reported for the session and what the transcript says,
-    return the usage to judge by: the host's own number when it has one."""
-    if statusline is not None:
-        return statusline, "statusline"
-    if transcript is not None:
-        return transcript, "transcript"
-    return None, None
-
-
-def instruction(
+def note(
     *,
-    fraction: float,
-    threshold: float,
+    used: int,
+    point: int,
+    point_source: str,
+    handoff: int,
     ledger_path: str,
     plan_path: str,
-    sections: tuple[str, str, str, str],
-    clear_command: str,
+    next_step: str,
 ) -> str:
-    """Given where the ledger and plan live, return the short instruction for the model."""
-    status, goal, tried, progress = sections
+    """Given the session's usage, its compaction and hand-off points (tokens) and where the
+    hand-off files live, return the note for the model: facts only."""
+    from carryd.daemon.hosts.compaction import short_tokens
+
+    percent = math.floor(used / point * 100 + 1e-9)
     return (
-        f"carryd: this conversation's context is at {math.floor(fraction * 100 + 1e-9)}% "
-        f"(hand-off threshold {threshold:.0%}). Before you go on, write the hand-off now: "
-        f"(1) update {ledger_path} in its four sections ({status}; {goal}; {tried}; {progress}), "
-        "newest items last, every failed attempt with the reason it failed; "
-        f"(2) update the current state in {plan_path}. "
-        "Then tell the person the hand-off is written and ask them to type "
-        f"{clear_command}: the next session starts from the carry built from these files."
+        f"carryd: context {percent}% of this session's compaction point (~{short_tokens(point)} "
+        f"tokens, {point_source}); the hand-off point is {short_tokens(handoff)}. "
+        f"Hand-off files: {ledger_path}, {plan_path}. {next_step}"
     )
 
 
@@ -125,11 +183,9 @@ def section_names(aliases: tuple[tuple[str, ...], ...]) -> tuple[str, str, str, 
 # --- usage in a transcript's tail --------------------------------------------------------------
 
 
-def last_jsonl_usage(
-    tail: str, record_usage: Callable[[Mapping[str, Any]], float | None]
-) -> float | None:
-    """Given the end of a JSON-lines transcript and how a host reads one record's usage, return
-    the usage of the last record that has one (0–1), or None."""
+def jsonl_records(tail: str) -> Iterator[dict[str, Any]]:
+    """Given the end of a JSON-lines transcript, yield its records newest first (the cut first
+    line and anything not a JSON object skipped)."""
     for line in reversed(tail.splitlines()):
         if not line.strip():
             continue
@@ -138,10 +194,7 @@ def last_jsonl_usage(
         except ValueError:
             continue  # the tail's first line is usually cut
         if isinstance(record, dict):
-            found = record_usage(record)
-            if found is not None:
-                return min(max(found, 0.0), 1.0)
-    return None
+            yield record
 
 
 def token_count(value: object) -> float:
@@ -151,7 +204,7 @@ def token_count(value: object) -> float:
     return float(value) if math.isfinite(value) and value > 0 else 0.0
 
 
-def _fraction(value: Any) -> float | None:
+def _fraction(value: Any, *, clamp: bool = True) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
-    return min(max(float(value), 0.0), 1.0)
+    return min(max(float(value), 0.0), 1.0) if clamp else float(value)

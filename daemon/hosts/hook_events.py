@@ -1,13 +1,15 @@
 """Running a host's hook, and the events every host shares, whatever its wire format.
 
 A host module (`claude_code.py`, `codex.py`, `gemini.py`, registered in `registry.py`)
-maps its event names to `HookEvent`s, mostly built here from its `Wire` (its own
-event name, and whether its validator needs `hookSpecificOutput` on every answer):
+maps its event names to `HookEvent`s, mostly built here from its `Wire` (its own event name,
+what it takes for "nothing", how the injected text is rendered for it and its size limit):
 
-- `session_start(wire)`: inject the carry (`handoff.handoff_answer`);
-- `prompt_submit(wire, …)`: the write-side trigger — once per crossing of
-  `hooks.handoff_threshold` per session, tell the model to write its hand-off
-  (`handoff_trigger`), the usage from the status line's record or the host's transcript.
+- `session_start(wire)`: inject the carry (`handoff.handoff_answer`), rendered for the host
+  and within its limit;
+- `usage_note(wire, …)` (the prompt, tool and stop hooks): the write-side trigger — once per
+  crossing of the session's hand-off point (`compaction`, `handoff_trigger`), a note states
+  the usage, the compaction point and the hand-off files; the usage comes from the status
+  line's record or the host's transcript (`session_reading`).
 
 `run_hook` keeps the host safe around any event: a hook never fails its host (exit 0, a valid
 answer, whatever happens), and setup problems — unreadable input, no root, a broken config, a
@@ -15,8 +17,9 @@ project that maps to no workspace, an internal error — never reach the model's
 person is told once (`systemMessage`, which Claude Code, Codex CLI and Gemini CLI all show the
 user, and stderr), and again at most once a day (`hook_state.tell_once`).
 
-Kept import-light: the prompt hook runs before every message (no Markdown parser, model,
-SQLite or package metadata; `handoff` loads the carry planner only when it must plan).
+Kept import-light: the per-message hooks run before every prompt and after every tool call
+(no Markdown parser, model, SQLite or package metadata; `handoff` loads the carry planner
+only when it must plan).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
@@ -33,6 +37,7 @@ from typing import IO, TYPE_CHECKING, Any
 from carryd.daemon.config import HookSettings, load_settings
 from carryd.daemon.hosts import handoff_trigger as trigger
 from carryd.daemon.hosts import hook_state
+from carryd.daemon.hosts.compaction import Point, handoff_tokens
 from carryd.daemon.hosts.handoff import SessionStartAnswer, handoff_answer, short
 from carryd.daemon.hosts.workspace_lookup import find_workspace
 from carryd.index.errors import CarrydError
@@ -73,23 +78,40 @@ class HookEvent:
 
 @dataclass(frozen=True)
 class Wire:
-    """How a host's validator wants one event answered."""
+    """How a host wants one event answered."""
 
     event_name: str  # the host's own name ("SessionStart", "UserPromptSubmit", "BeforeAgent")
-    always_specific: bool = False  # Codex rejects a bare `{}`: always name the event
+    nothing: str = "{}"  # the host's "nothing to add" (Codex: no output at all)
     injects: bool = True  # False: the event cannot add context (Gemini CLI's PreCompress)
+    render: Callable[[str], str] | None = None  # the host's rendering of injected text
+    max_bytes: int | None = None  # the host's limit on one hook's context, in UTF-8 bytes
+    # The event takes text for the model as a block's reason (Codex's Stop: a follow-up prompt).
+    as_block_reason: bool = False
 
-    def answer(self, *, context: str | None, notice: str | None) -> str:
-        """Given what the model and the person should get, return the host's JSON answer."""
+    def answer(
+        self,
+        *,
+        context: str | None,
+        notice: str | None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Given what the model and the person should get, return the host's JSON answer
+        (the host's "nothing" when there is nothing for either)."""
         payload: dict[str, Any] = {}
-        if self.injects and (context or self.always_specific):
-            payload["hookSpecificOutput"] = {
-                "hookEventName": self.event_name,
-                "additionalContext": context or "",
-            }
+        if self.injects and context:
+            text = self.render(context) if self.render is not None else context
+            if self.as_block_reason:
+                payload.update(decision="block", reason=text)
+            else:
+                payload["hookSpecificOutput"] = {
+                    "hookEventName": self.event_name,
+                    "additionalContext": text,
+                }
         if notice:
             payload["systemMessage"] = notice
-        return as_json(payload)
+        if extra:
+            payload.update(extra)
+        return as_json(payload) if payload else self.nothing
 
     def on_error(self, notice: str | None) -> str:
         return self.answer(context=None, notice=notice)
@@ -211,10 +233,12 @@ def as_json(payload: Mapping[str, Any]) -> str:
 
 
 def session_start_answer(
-    raw: str, settings: Settings | None, problem: str | None
+    raw: str, settings: Settings | None, problem: str | None, wire: Wire | None = None
 ) -> SessionStartAnswer:
     """Given the SessionStart input and the settings, return the answer and its reason
-    (CarrydError-free); who hears it is `session_start`'s decision."""
+    (CarrydError-free); who hears it is `session_start`'s decision. With a wire whose host
+    limits a hook's context in bytes, the carry is planned again under a smaller budget
+    until its rendering fits."""
     budget = (settings.hooks if settings is not None else HookSettings()).inline_chars
     data, bad = parse_input(raw)
     if data is None:
@@ -225,7 +249,19 @@ def session_start_answer(
     if cwd is None:
         return short("the hook input has no usable cwd", "bad_input", budget)
     source = data.get("source") if isinstance(data.get("source"), str) else None
-    return handoff_answer(settings, cwd, budget=budget, source=source)
+    result = handoff_answer(settings, cwd, budget=budget, source=source)
+    limit = wire.max_bytes if wire is not None else None
+    for _ in range(4):
+        size = len(_rendered(wire, result.context or "").encode("utf-8"))
+        if limit is None or result.reason != "injected" or size <= limit:
+            break
+        budget = max(200, int(budget * limit / size * 0.97))
+        result = handoff_answer(settings, cwd, budget=budget, source=source)
+    return result
+
+
+def _rendered(wire: Wire | None, text: str) -> str:
+    return wire.render(text) if wire is not None and wire.render is not None else text
 
 
 def session_start(wire: Wire) -> HookEvent:
@@ -234,7 +270,7 @@ def session_start(wire: Wire) -> HookEvent:
     def answer(call: HookCall) -> str:
         if call.bypassed:
             return wire.answer(context=None, notice=None)
-        result = session_start_answer(call.raw, call.settings, call.problem)
+        result = session_start_answer(call.raw, call.settings, call.problem, wire)
         if result.reason not in PERSON_REASONS:
             return wire.answer(context=result.context, notice=None)
         detail = result.workspace or (call.settings.config_file if call.settings else "")
@@ -246,14 +282,53 @@ def session_start(wire: Wire) -> HookEvent:
     return HookEvent(answer=answer, on_error=wire.on_error)
 
 
-# --- the write-side trigger (UserPromptSubmit, BeforeAgent) ---------------------------------------
+# --- the write-side trigger (prompt, tool and stop hooks) -----------------------------------------
 
 
-def prompt_submit(
-    wire: Wire, *, transcript_usage: Callable[[str], float | None], clear_command: str
+@dataclass(frozen=True)
+class Reading:
+    """A session's usage (tokens) and where its host compacts."""
+
+    used: int
+    point: Point
+    source: trigger.UsageSource
+
+
+# Given the call, the transcript's usage and the status line's record: where the host compacts.
+PointOf = Callable[[HookCall, trigger.Usage | None, "dict[str, Any] | None"], Point]
+
+
+def session_reading(
+    call: HookCall, transcript_usage: Callable[[str], trigger.Usage | None], point_of: PointOf
+) -> Reading | None:
+    """Given a call, how its host's transcript tells the usage and where the host compacts,
+    return the session's reading: the status line's record when it is newer than the
+    transcript, else the transcript's last usage (None: neither says)."""
+    settings, data = call.settings, call.data or {}
+    key = hook_state.session_key(dict(data))
+    recorded = hook_state.read_statusline(settings, key) if key and settings else None
+    tail = hook_state.read_tail(data.get("transcript_path"))
+    usage = transcript_usage(tail[0]) if tail else None
+    if recorded is not None and (usage is None or tail is None or recorded["at"] >= tail[1]):
+        used, source = recorded["used"], "statusline"
+    elif usage is not None:
+        used, source = usage.tokens, "transcript"
+    else:
+        return None
+    return Reading(int(used), point_of(call, usage, recorded), source)  # type: ignore[arg-type]
+
+
+def usage_note(
+    wire: Wire,
+    *,
+    transcript_usage: Callable[[str], trigger.Usage | None],
+    point_of: PointOf,
+    next_step: str,
+    quiet: Callable[[HookCall], bool] | None = None,
 ) -> HookEvent:
-    """Given a host's prompt wire, how to read usage from its transcript's tail and what the
-    person types to hand off, return the event that instructs the model once per crossing."""
+    """Given a host's prompt, tool or stop wire, how its transcript tells the usage, where it
+    compacts and what starts the next context there, return the event that states the note
+    once per crossing (`quiet`: calls that never note, such as a stop hook already looping)."""
 
     def answer(call: HookCall) -> str:
         if call.bypassed:
@@ -261,48 +336,67 @@ def prompt_submit(
         workspace, notice = workspace_or_notice(call)
         if workspace is None or call.settings is None or call.data is None:
             return wire.answer(context=None, notice=notice)
-        text = handoff_instruction(call.settings, workspace, call.data,
-                                   transcript_usage, clear_command)  # fmt: skip
+        if quiet is not None and quiet(call):
+            return wire.answer(context=None, notice=None)
+        reading = session_reading(call, transcript_usage, point_of)
+        text = handoff_note(call.settings, workspace, call.data, reading, next_step)
         return wire.answer(context=text, notice=None)
 
     return HookEvent(answer=answer, on_error=wire.on_error)
 
 
-def handoff_instruction(
+prompt_submit = usage_note  # the first trigger carryd had: the person's prompt
+
+
+def handoff_note(
     settings: Settings,
     workspace: str,
     data: Mapping[str, Any],
-    transcript_usage: Callable[[str], float | None],
-    clear_command: str,
+    reading: Reading | None,
+    next_step: str,
 ) -> str | None:
-    """Given a session's hook input, return the hand-off instruction when its usage has just
-    crossed the threshold (None otherwise), keeping the session's mark."""
+    """Given a session's reading, return the note when its usage has just crossed the
+    hand-off point (None otherwise), keeping the session's mark."""
     key = hook_state.session_key(dict(data))
-    recorded = hook_state.read_statusline(settings, key) if key else None
-    from_transcript = None
-    if recorded is None:
-        tail = hook_state.read_tail(data.get("transcript_path"))
-        from_transcript = transcript_usage(tail) if tail else None
-    fraction, source = trigger.choose_usage(recorded, from_transcript)
     mark = hook_state.read_mark(settings, key) if key else trigger.SessionMark()
-    decision = trigger.decide(fraction, source, mark, settings.hooks.handoff_threshold)
+    fraction = share = None
+    handoff = 0
+    if reading is not None:
+        handoff = handoff_tokens(reading.point.tokens, settings.hooks.handoff_threshold)
+        fraction = reading.used / reading.point.tokens
+        share = handoff / reading.point.tokens
+    decision = trigger.decide(fraction, reading.source if reading else None, mark,
+                              share or 1.0, now=time.time())  # fmt: skip
     if key and decision.mark != mark:
         hook_state.write_mark(settings, key, decision.mark)
-    if not decision.instruct or decision.fraction is None:
+    if not decision.instruct or reading is None:
         return None
-    sections = settings.carry.sections
     folder = settings.root_path / workspace
-    log.info("carryd hook: hand-off instruction for %s at %.2f", workspace, decision.fraction)
-    return trigger.instruction(
-        fraction=decision.fraction,
-        threshold=settings.hooks.handoff_threshold,
+    log.info("carryd hook: hand-off note for %s at %d tokens", workspace, reading.used)
+    return trigger.note(
+        used=reading.used,
+        point=reading.point.tokens,
+        point_source=reading.point.source,
+        handoff=handoff,
         ledger_path=str(folder / settings.carry.ledger_file),
         plan_path=str(folder / settings.carry.plan_file),
-        sections=trigger.section_names(
-            (sections.status, sections.goal, sections.tried, sections.next)
-        ),
-        clear_command=clear_command,
+        next_step=next_step,
     )
+
+
+def handoff_files_written_since(settings: Settings, workspace: str, since: float | None) -> bool:
+    """Given a workspace and a time (None: never), return whether its ledger or plan was
+    written after it."""
+    if since is None:
+        return False
+    folder = settings.root_path / workspace
+    for name in (settings.carry.ledger_file, settings.carry.plan_file):
+        try:
+            if (folder / name).stat().st_mtime > since:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def workspace_or_notice(call: HookCall) -> tuple[str | None, str | None]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import sys
 import time
 import zlib
@@ -63,21 +64,36 @@ def session_key(data: dict[str, Any]) -> str | None:
     return f"{readable}-{checksum:08x}"
 
 
-def read_statusline(settings: Settings, key: str) -> float | None:
-    """Given a session, return the usage its status line last reported (0–1), or None."""
+def read_statusline(settings: Settings, key: str) -> dict[str, Any] | None:
+    """Given a session, return what its status line last reported: `used` tokens, the model's
+    `window`, the `model` id and when (`at`), or None."""
     data = _read_session_file(settings, key, "statusline")
-    value = data.get("fraction") if isinstance(data, dict) else None
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not isinstance(data, dict):
         return None
-    return min(max(float(value), 0.0), 1.0)
+    used, window, at = data.get("used"), data.get("window"), data.get("at")
+    if not isinstance(used, int | float) or not isinstance(window, int | float):
+        return None
+    if not _count(used) or not _count(window):
+        return None
+    model = data.get("model") if isinstance(data.get("model"), str) else None
+    when = float(at) if isinstance(at, int | float) else 0.0
+    return {"used": int(used), "window": int(window), "model": model, "at": when}
 
 
-def record_statusline(settings: Settings, key: str, fraction: float) -> None:
-    """Given a session's usage from the status line, keep it for the prompt hook (only when it
-    changed: the status line runs after every message)."""
-    if read_statusline(settings, key) == round(fraction, 4):
+def record_statusline(
+    settings: Settings, key: str, *, used: int, window: int, model: str | None
+) -> None:
+    """Given a session's usage from the status line, keep it for the other hooks (rewritten
+    only when it changed: the status line runs after every message)."""
+    before = read_statusline(settings, key)
+    if before and (before["used"], before["window"], before["model"]) == (used, window, model):
         return
-    _write_session_file(settings, key, "statusline", {"fraction": round(fraction, 4)})
+    record = {"used": used, "window": window, "model": model, "at": time.time()}
+    _write_session_file(settings, key, "statusline", record)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 
 
 def read_mark(settings: Settings, key: str) -> SessionMark:
@@ -88,17 +104,38 @@ def write_mark(settings: Settings, key: str, mark: SessionMark) -> None:
     _write_session_file(settings, key, "trigger", mark.to_json())
 
 
-def read_tail(path: object) -> str | None:
-    """Given a transcript path from the hook input, return its last bytes as text (or None)."""
+def read_tail(path: object, limit: int = TRANSCRIPT_TAIL_BYTES) -> tuple[str, float] | None:
+    """Given a transcript path from the hook input, return its last `limit` bytes as text and
+    its mtime, or None: only a regular file is read (a FIFO, a device such as /dev/zero or
+    /dev/urandom, a folder or a socket never is), opened without blocking and read bounded."""
     if not isinstance(path, str) or not path or "\x00" in path:
         return None
     try:
-        with open(path, "rb") as stream:
-            size = stream.seek(0, os.SEEK_END)
-            stream.seek(max(0, size - TRANSCRIPT_TAIL_BYTES))
-            return stream.read().decode("utf-8", errors="replace")
+        handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _NOFOLLOW_FIFO)
     except OSError:
         return None
+    try:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        start = max(0, info.st_size - limit)
+        chunks, wanted = [], info.st_size - start
+        os.lseek(handle, start, os.SEEK_SET)
+        while wanted > 0:
+            chunk = os.read(handle, min(wanted, 65536))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            wanted -= len(chunk)
+        return b"".join(chunks).decode("utf-8", errors="replace"), info.st_mtime
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
+
+
+# O_NOCTTY: a terminal device named as a transcript never becomes the hook's terminal.
+_NOFOLLOW_FIFO = getattr(os, "O_NOCTTY", 0)
 
 
 def _read_session_file(settings: Settings, key: str, kind: str) -> Any:

@@ -34,10 +34,16 @@ class Host:
 
 HOSTS: dict[str, Host] = {
     "claude-code": Host(
-        "carryd.daemon.hosts.claude_code", ("session-start", "prompt-submit", "statusline")
+        "carryd.daemon.hosts.claude_code",
+        ("session-start", "prompt-submit", "post-tool-use", "stop", "pre-compact", "statusline"),
     ),
-    "codex": Host("carryd.daemon.hosts.codex", ("session-start", "prompt-submit")),
-    "gemini": Host("carryd.daemon.hosts.gemini", ("session-start", "before-agent", "pre-compress")),
+    "codex": Host(
+        "carryd.daemon.hosts.codex", ("session-start", "prompt-submit", "post-tool-use", "stop")
+    ),
+    "gemini": Host(
+        "carryd.daemon.hosts.gemini",
+        ("session-start", "before-agent", "after-tool", "pre-compress", "after-agent"),
+    ),
 }
 
 

@@ -41,17 +41,24 @@ class HookSpec:
 
 HOST_HOOKS: dict[Host, tuple[HookSpec, ...]] = {
     "claude-code": (
-        HookSpec("SessionStart", "session-start", "startup|resume|clear|compact", 30),
+        HookSpec("SessionStart", "session-start", "startup|resume|clear|compact|fork", 30),
         HookSpec("UserPromptSubmit", "prompt-submit", None, 10),
+        HookSpec("PostToolUse", "post-tool-use", None, 10),
+        HookSpec("Stop", "stop", None, 10),
+        HookSpec("PreCompact", "pre-compact", "auto", 10),
     ),
     "codex": (
-        HookSpec("SessionStart", "session-start", "startup|resume|clear", 30),
+        HookSpec("SessionStart", "session-start", "startup|resume|clear|compact", 30),
         HookSpec("UserPromptSubmit", "prompt-submit", None, 10),
+        HookSpec("PostToolUse", "post-tool-use", None, 10),
+        HookSpec("Stop", "stop", None, 10),
     ),
     # Gemini CLI matches lifecycle events by exact string: no matcher runs on every source.
+    # AfterAgent (the relay that clears the conversation) is opt-in: docs/hosts.md.
     "gemini": (
         HookSpec("SessionStart", "session-start", None, 30_000),
         HookSpec("BeforeAgent", "before-agent", None, 10_000),
+        HookSpec("AfterTool", "after-tool", None, 10_000),
         HookSpec("PreCompress", "pre-compress", None, 10_000),
     ),
 }
@@ -159,7 +166,9 @@ def plan_removal(host: Host, text: str | None) -> SetupPlan:
     before = copy.deepcopy(data)
     actions: list[Action] = []
     hooks = data.get("hooks")
-    ours = {spec.carryd_event for spec in HOST_HOOKS[host]}
+    from carryd.daemon.hosts.registry import HOSTS as REGISTRY  # every event, opt-in ones too
+
+    ours = set(REGISTRY[host].events)
     if isinstance(hooks, dict):
         for event in list(hooks):
             groups = hooks[event]

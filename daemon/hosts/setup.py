@@ -110,9 +110,10 @@ def instructions(
         'showed it), never just "did not work". Mark finished steps done instead of '
         "deleting them.\n"
         f"- `{plan}`: keep its current state short and true; settled items go to its history.\n"
-        "- Update both after each meaningful step, and at once when carryd says the context "
-        f"is at {threshold:.0%}; then ask the person to type {clear_command(host)}: the next "
-        "session starts from the carry carryd builds from these files.\n"
+        "- Update both after each meaningful step, and at once when a carryd note says the "
+        f"context passed its hand-off point ({threshold:.0%} of where the host compacts); then "
+        f"say so: the next context (after {clear_command(host)}, or after the host compacts) "
+        "starts from the carry carryd builds from these files.\n"
         f"- `{carryd} expand <id>` prints the full text of an anchor the carry lists; "
         f'`{carryd} recall "<question>" --workspace {workspace}` searches the memory.\n'
     )

@@ -52,7 +52,7 @@ def test_a_fresh_claude_code_file_gets_both_hooks_and_the_status_line() -> None:
     assert plan.text is not None
     data = json.loads(plan.text)
     session = data["hooks"]["SessionStart"][0]
-    assert session["matcher"] == "startup|resume|clear|compact"
+    assert session["matcher"] == "startup|resume|clear|compact|fork"
     assert shlex.split(session["hooks"][0]["command"]) == [
         "/opt/my tools/bin/carryd", "hook", "claude-code", "session-start",
         "--root", "/home/me/memory",
@@ -60,8 +60,13 @@ def test_a_fresh_claude_code_file_gets_both_hooks_and_the_status_line() -> None:
     assert commands(data, "UserPromptSubmit") == [
         "'/opt/my tools/bin/carryd' hook claude-code prompt-submit --root /home/me/memory"
     ]
+    for event, carryd_event in [("PostToolUse", "post-tool-use"), ("Stop", "stop")]:
+        assert commands(data, event) == [
+            f"'/opt/my tools/bin/carryd' hook claude-code {carryd_event} --root /home/me/memory"
+        ]
+    assert data["hooks"]["PreCompact"][0]["matcher"] == "auto"
     assert data["statusLine"]["command"].endswith("statusline --root /home/me/memory")
-    assert [action.kind for action in plan.actions] == ["add", "add", "add"]
+    assert [action.kind for action in plan.actions] == ["add"] * 6
 
 
 def test_setup_twice_changes_nothing_the_second_time() -> None:
