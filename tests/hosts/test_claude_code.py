@@ -64,22 +64,23 @@ def test_the_prompt_note_comes_once_per_crossing(claude: Sandbox) -> None:
     assert str(box.ledger) not in box.carry()
     seen = []
     with ClaudeSession(box, env=env) as session:
-        # The prompt hook judges by the usage of the answer before it (the transcript's last).
+        # The note comes at the crossing itself: when the answer that crossed has stopped,
+        # the Stop hook tells the model once and it goes on (one more request, no prompt).
         for usage, prompt in [
             (QUIET, "one"),
-            (NEAR_HANDOFF, "two"),  # answered near the hand-off point
-            (NEAR_HANDOFF, "three"),  # crossed: the note
-            (QUIET, "four"),  # still above (the answer before said so): no second note
-            (QUIET, "five"),  # below again: re-armed, nothing to say
-            (NEAR_HANDOFF, "six"),
-            (NEAR_HANDOFF, "seven"),  # crossed again: the note again
+            (NEAR_HANDOFF, "two"),  # answered near the hand-off point: crossed, the note
+            (NEAR_HANDOFF, "three"),  # still above: no second note
+            (QUIET, "four"),  # below again: re-armed, nothing to say
+            (QUIET, "five"),
+            (NEAR_HANDOFF, "six"),  # crossed again: the note again
+            (NEAR_HANDOFF, "seven"),
         ]:
             box.api.input_tokens = usage
             _, requests = session.send(prompt)
             assert requests, f"no request for {prompt!r}"
-            seen.append(note_count(box, requests[-1].text))
-    # In the history of each request: none, none, one, one, one, one, two.
-    assert seen == [0, 0, 1, 1, 1, 1, 2]
+            seen.append((len(requests), note_count(box, requests[-1].text)))
+    # (requests for the prompt, notes in the history of its last request)
+    assert seen == [(1, 0), (2, 1), (1, 1), (1, 1), (1, 1), (2, 2), (1, 2)]
 
 
 def test_a_setup_problem_reaches_the_person_not_the_model(claude: Sandbox) -> None:

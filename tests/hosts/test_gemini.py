@@ -55,11 +55,6 @@ def test_the_carry_reaches_the_model_after_startup_and_resume(gemini_box: Sandbo
     assert requests and carried(carry, box, requests[0]), hook_context(requests[0])[:3000]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 21 item 4: Gemini CLI escapes < and > in hook context and carryd still "
-    "renders the carry with angle brackets (<question>, <id>), so the model reads &lt;",
-)
 def test_the_model_reads_no_escaped_angle_brackets(gemini_box: Sandbox) -> None:
     box = gemini_box
     _, requests = gemini(box, "hello")
@@ -90,11 +85,6 @@ def test_the_prompt_note_comes_once_per_crossing(gemini_box: Sandbox) -> None:
     assert seen == [0, 1, 0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 21 item 1: carryd hands off at 0.75 of Gemini's whole window (786k tokens), "
-    "after Gemini CLI compresses at model.compressionThreshold (0.5 by default: 524k)",
-)
 def test_the_note_comes_before_geminis_own_compression(box: Sandbox) -> None:
     write_settings(box)  # the default compression threshold
     box.setup("gemini")
@@ -104,11 +94,6 @@ def test_the_note_comes_before_geminis_own_compression(box: Sandbox) -> None:
     assert notes_this_turn(box, requests[-1]) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 21 item 4: Gemini CLI fires PreCompress on every turn, before it checks its "
-    "threshold, and carryd tells the person the chat is being compressed each time",
-)
 def test_no_compression_notice_on_a_turn_far_below_the_threshold(gemini_box: Sandbox) -> None:
     box = gemini_box
     box.api.input_tokens = QUIET
