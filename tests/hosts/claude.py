@@ -122,3 +122,18 @@ def hook_outputs(events: list[dict[str, Any]], hook_event: str) -> list[dict[str
             answers = [json.loads(line) for line in lines if line.lstrip().startswith("{")]
             found.append(answers[-1] if answers else {})
     return found
+
+
+def tool_results(request: Request) -> list[str]:
+    """Given a Messages request, return the text of every tool result in it, in order."""
+    texts = []
+    for message in (request.body or {}).get("messages", []):
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if block.get("type") == "tool_result":
+                parts = block.get("content")
+                if isinstance(parts, str):
+                    texts.append(parts)
+                else:
+                    texts.append("".join(p.get("text", "") for p in parts or []))
+    return texts

@@ -14,13 +14,14 @@ import subprocess
 from typing import Any
 
 from tests.hosts.fake_api import Request
-from tests.hosts.sandbox import Sandbox, host_bin
+from tests.hosts.sandbox import CARRYD, Sandbox, host_bin
 
 MODEL = "gemini-2.5-flash"
 
 
-def write_settings(box: Sandbox, **model: Any) -> None:
-    """Write the person's `~/.gemini/settings.json` (before `carryd setup gemini`)."""
+def write_settings(box: Sandbox, mcp: bool = False, **model: Any) -> None:
+    """Write the person's `~/.gemini/settings.json` (before `carryd setup gemini`); with `mcp`,
+    `carryd mcp` as an MCP server, as docs/hosts.md shows (trusted: no confirmation)."""
     settings = box.home / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
     data = {
@@ -30,6 +31,9 @@ def write_settings(box: Sandbox, **model: Any) -> None:
         "telemetry": {"enabled": False},
         "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
     }
+    if mcp:
+        args = ["mcp", "--root", str(box.root)]
+        data["mcpServers"] = {"carryd": {"command": str(CARRYD), "args": args, "trust": True}}
     settings.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
@@ -56,3 +60,14 @@ def gemini(
 def hook_context(request: Request) -> str:
     """The text of the parts Gemini CLI wrapped as hook context, in order."""
     return "\n".join(t for t in request.texts() if t.startswith("<hook_context>"))
+
+
+def function_responses(request: Request) -> dict[str, str]:
+    """Given a request, return each function response's output by the function's name."""
+    found = {}
+    for content in (request.body or {}).get("contents", []):
+        for part in content.get("parts", []):
+            response = part.get("functionResponse")
+            if response:
+                found[response["name"]] = str(response.get("response", {}).get("output", ""))
+    return found

@@ -7,12 +7,14 @@ setup is broken (the person is told instead).
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
 
-from tests.hosts.claude import ClaudeSession, claude_env, hook_outputs
-from tests.hosts.sandbox import Sandbox, carried_whole
+from tests.hosts.claude import ClaudeSession, claude_env, hook_outputs, tool_results
+from tests.hosts.fake_api import ToolCall
+from tests.hosts.sandbox import CARRYD, Sandbox, carried_whole, host_bin
 
 # Claude Code compacts at its auto-compact window less the room for an answer and a buffer
 # (about 33k tokens); 200k pins the window so the usage the fake API reports means the same to
@@ -21,6 +23,7 @@ AUTO_COMPACT_WINDOW = 200_000
 # Above 0.75 of the hand-off point (carryd's threshold) and below Claude Code's own compaction.
 NEAR_HANDOFF = 160_000
 QUIET = 1_000
+QUESTION = "how often do refund webhooks retry"
 
 
 @pytest.fixture
@@ -96,3 +99,26 @@ def test_a_setup_problem_reaches_the_person_not_the_model(claude: Sandbox) -> No
     (answer,) = hook_outputs(events, "SessionStart")
     assert "hookSpecificOutput" not in answer
     assert "carryd" in answer["systemMessage"] and str(box.root) in answer["systemMessage"]
+
+
+def test_the_mcp_recall_tool_answers_from_the_memory(claude: Sandbox) -> None:
+    box = claude
+    # As docs/hosts.md says: `claude mcp add carryd -- carryd mcp --root ROOT`.
+    added = box.run([str(host_bin("claude")), "mcp", "add", "carryd", "-s", "user", "--",
+                     str(CARRYD), "mcp", "--root", str(box.root)], env=claude_env(box))  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    box.api.script = [ToolCall("mcp__carryd__recall", {"query": QUESTION})]
+    # The tools offered to the model directly (not behind Claude Code's tool search).
+    env = claude_env(box, ENABLE_TOOL_SEARCH="false")
+    with ClaudeSession(box, "--allowedTools", "mcp__carryd__recall", env=env) as session:
+        events, requests = session.send("How often do refund webhooks retry?")
+    (init, *_) = [e for e in events if e.get("subtype") == "init"]
+    assert {"name": "carryd", "status": "connected"}.items() <= init["mcp_servers"][0].items()
+    offered = [tool["name"] for tool in requests[0].body["tools"]]
+    assert {f"mcp__carryd__{name}" for name in ("recall", "expand", "carry", "status")} <= set(
+        offered
+    )
+    (result,) = tool_results(requests[-1])
+    answer = json.loads(result)
+    top = answer["hits"][0]
+    assert top["path"] == "shop/stripe.md" and "retry three times" in top["l0"]

@@ -7,12 +7,13 @@ checked line by line where it has no angle bracket, and separately for escapes.
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
 
-from tests.hosts.fake_api import Request
-from tests.hosts.gemini import gemini, hook_context, write_settings
+from tests.hosts.fake_api import Request, ToolCall
+from tests.hosts.gemini import function_responses, gemini, hook_context, write_settings
 from tests.hosts.sandbox import Sandbox
 
 WINDOW = 1_048_576  # gemini-2.5-flash's input window, as Gemini CLI knows it
@@ -21,6 +22,7 @@ WINDOW = 1_048_576  # gemini-2.5-flash's input window, as Gemini CLI knows it
 LATE_COMPRESSION = 0.9
 NEAR_HANDOFF = 850_000
 QUIET = 1_000
+QUESTION = "how often do refund webhooks retry"
 
 
 @pytest.fixture
@@ -113,3 +115,21 @@ def test_a_setup_problem_reaches_the_person_not_the_model(gemini_box: Sandbox) -
         assert str(box.root) not in request.text
     told = [line for line in done.stderr.splitlines() if line.startswith("Hook system message")]
     assert any("carryd" in line and str(box.root) in line for line in told), done.stderr[-2000:]
+
+
+def test_the_mcp_recall_tool_answers_from_the_memory(box: Sandbox) -> None:
+    write_settings(box, mcp=True, compressionThreshold=LATE_COMPRESSION)
+    box.setup("gemini")
+    box.api.script = [ToolCall("mcp_carryd_recall", {"query": QUESTION})]
+    _, requests = gemini(box, "How often do refund webhooks retry?")
+    offered = {
+        declaration["name"]
+        for tool in requests[0].body["tools"]
+        for declaration in tool.get("functionDeclarations", [])
+    }
+    assert {f"mcp_carryd_{name}" for name in ("recall", "expand", "carry", "status")} <= offered
+    output = function_responses(requests[-1])["mcp_carryd_recall"]
+    # Gemini CLI wraps a tool's output (in <untrusted_context>); the answer is the JSON inside.
+    answer = json.loads(output[output.index("{") : output.rindex("}") + 1])
+    top = answer["hits"][0]
+    assert top["path"] == "shop/stripe.md" and "retry three times" in top["l0"]
