@@ -33,6 +33,23 @@ def claude_env(box: Sandbox, **extra: str) -> dict[str, str]:
     )
 
 
+def trust_project(box: Sandbox) -> None:
+    """Write Claude Code's own state file, `~/.claude.json`, as the interactive first run leaves
+    it: onboarding done, the project folder trusted, the environment's API key approved."""
+    state = {
+        "hasCompletedOnboarding": True,
+        "theme": "dark",
+        "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
+        "projects": {
+            str(box.project): {
+                "hasTrustDialogAccepted": True,
+                "hasCompletedProjectOnboarding": True,
+            }
+        },
+    }
+    (box.home / ".claude.json").write_text(json.dumps(state), encoding="utf-8")
+
+
 def user_message(text: str) -> str:
     return json.dumps({"type": "user", "message": {"role": "user", "content": text}})
 

@@ -12,9 +12,16 @@ import shutil
 
 import pytest
 
-from tests.hosts.claude import ClaudeSession, claude_env, hook_outputs, tool_results
+from tests.hosts.claude import (
+    ClaudeSession,
+    claude_env,
+    hook_outputs,
+    tool_results,
+    trust_project,
+)
 from tests.hosts.fake_api import ToolCall
 from tests.hosts.sandbox import CARRYD, Sandbox, carried_whole, host_bin
+from tests.hosts.terminal import Terminal
 
 # Claude Code compacts at its auto-compact window less the room for an answer and a buffer
 # (about 33k tokens); 200k pins the window so the usage the fake API reports means the same to
@@ -122,3 +129,27 @@ def test_the_mcp_recall_tool_answers_from_the_memory(claude: Sandbox) -> None:
     answer = json.loads(result)
     top = answer["hits"][0]
     assert top["path"] == "shop/stripe.md" and "retry three times" in top["l0"]
+
+
+def test_the_status_line_shows_the_context_and_the_hand_off(claude: Sandbox) -> None:
+    box = claude
+    trust_project(box)
+    # Claude Code's default model has a 1M window: it compacts at ~967k (seen: at 975k it did,
+    # at 900k not); the hand-off point is below that.
+    terminal = Terminal([str(host_bin("claude"))], env=claude_env(box, TERM="xterm-256color"),
+                        cwd=box.project)  # fmt: skip
+    # The screen is drawn by differences: after the first frame only what changed is printed,
+    # so the patterns are the parts that change (the percentage and what follows it, the hint).
+    try:
+        assert terminal.wait_for(r"ctx \? \| carry fresh \(shop\)", 60), terminal.screen()[-2000:]
+        for usage, shown in [(160_000, r"16%[^\n]*carry fresh \(shop\)"),
+                             (800_000, r"fresh carry ready: /clear to hand off")]:  # fmt: skip
+            box.api.input_tokens = usage
+            terminal.type("go on")
+            terminal.read(0.5)
+            terminal.type("\r")
+            assert terminal.wait_for(shown, 60), terminal.screen()[-2000:]
+            if usage < 725_000:  # below the hand-off point: no hint yet
+                assert "/clear to hand off" not in terminal.screen()
+    finally:
+        terminal.close()
