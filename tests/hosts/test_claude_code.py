@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from typing import Any
 
 import pytest
 
@@ -153,3 +154,74 @@ def test_the_status_line_shows_the_context_and_the_hand_off(claude: Sandbox) -> 
                 assert "/clear to hand off" not in terminal.screen()
     finally:
         terminal.close()
+
+
+# --- the write side without a person: PostToolUse, Stop, PreCompact and the relay ------------
+
+PAST_COMPACTION = 170_000  # past ~167k, where Claude Code compacts a 200k auto-compact window
+CONTINUED = "This session is being continued from a previous conversation"
+
+
+def compactions(events: list[dict[str, Any]]) -> list[str]:
+    """Given a run's events, return the trigger of each compaction Claude Code made."""
+    return [
+        str(event["compact_metadata"]["trigger"])
+        for event in events
+        if event.get("subtype") == "compact_boundary"
+    ]
+
+
+def test_a_long_turn_of_tool_calls_gets_the_note_without_a_prompt(claude: Sandbox) -> None:
+    box = claude
+    env = claude_env(box, CLAUDE_CODE_AUTO_COMPACT_WINDOW=str(AUTO_COMPACT_WINDOW))
+    box.api.input_tokens = NEAR_HANDOFF
+    box.api.script = [ToolCall("Bash", {"command": "true", "description": "a step"})] * 3
+    with ClaudeSession(box, "--allowedTools", "Bash", env=env) as session:
+        _, requests = session.send("work through the refund fix")
+    # One prompt, four model calls: after the first tool step the note is there, once.
+    assert [note_count(box, request.text) for request in requests] == [0, 1, 1, 1]
+
+
+def test_after_the_note_and_the_ledger_the_auto_compaction_relays_to_the_carry(
+    claude: Sandbox,
+) -> None:
+    box = claude
+    env = claude_env(box, CLAUDE_CODE_AUTO_COMPACT_WINDOW=str(AUTO_COMPACT_WINDOW))
+    marker = "wrote the hand-off before the compaction"
+    with ClaudeSession(box, "--allowedTools", "Bash", env=env) as session:
+        box.api.input_tokens = NEAR_HANDOFF
+        _, requests = session.send("fix the refunds")
+        assert note_count(box, requests[-1].text) == 1
+        # The model writes its ledger; the usage passes Claude Code's compaction point.
+        command = f"echo '- {marker}' >> {box.ledger}"
+        box.api.script = [ToolCall("Bash", {"command": command, "description": "the ledger"})]
+        box.api.input_tokens = PAST_COMPACTION
+        events, requests = session.send("go on")
+    assert compactions(events) == ["auto"]  # not blocked: the ledger was written since the note
+    after = requests[-1]
+    assert CONTINUED in after.text
+    carry = box.carry()
+    assert marker in carry
+    assert carried_whole(carry, box.carry_path, after.text)
+
+
+def test_pre_compact_blocks_one_auto_compaction_while_the_ledger_is_unwritten(
+    claude: Sandbox,
+) -> None:
+    box = claude
+    env = claude_env(box, CLAUDE_CODE_AUTO_COMPACT_WINDOW=str(AUTO_COMPACT_WINDOW))
+    with ClaudeSession(box, env=env) as session:
+        box.api.input_tokens = NEAR_HANDOFF
+        session.send("first prompt of the conversation")  # crossed: the note
+        box.api.input_tokens = PAST_COMPACTION
+        session.send("two")
+        blocked, requests = session.send("three")  # Claude Code would compact: blocked once
+        # Claude Code set out to compact (its status said so) and PreCompact stopped it.
+        assert any(event.get("status") == "compacting" for event in blocked)
+        assert compactions(blocked) == []
+        assert "first prompt of the conversation" in requests[-1].text
+        assert CONTINUED not in requests[-1].text
+        relayed, requests = session.send("four")  # the next one goes ahead
+    assert compactions(relayed) == ["auto"]
+    assert CONTINUED in requests[-1].text
+    assert carried_whole(box.carry(), box.carry_path, requests[-1].text)
