@@ -27,16 +27,13 @@ THEIRS` when the user had one: their text first, carryd's after.
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from carryd.daemon.hosts import hook_state
 from carryd.daemon.hosts.compaction import Point, claude_point, handoff_tokens, short_tokens
-from carryd.daemon.hosts.handoff import carry_hint, one_line
 from carryd.daemon.hosts.handoff_trigger import Usage, jsonl_records, token_count
 from carryd.daemon.hosts.hook_events import (
     HookCall,
@@ -49,11 +46,15 @@ from carryd.daemon.hosts.hook_events import (
     usage_note,
     workspace_or_notice,
 )
+from carryd.daemon.hosts.hook_settings import LazyLog
 
+TYPE_CHECKING = False  # not `typing`'s: the per-message hooks never import it
 if TYPE_CHECKING:
+    from typing import Any
+
     from carryd.daemon.config import Settings
 
-log = logging.getLogger(__name__)
+log = LazyLog(__name__)
 
 __all__ = [
     "CLEAR_COMMAND",
@@ -202,6 +203,8 @@ def statusline_text(raw: str, settings: Settings | None, problem: str | None) ->
         shown += (
             f" | hand-off {short_tokens(handoff)}, compacts ~{short_tokens(point.tokens)} ({label})"
         )
+    from carryd.daemon.hosts.handoff import carry_hint  # the carry's state: the status line's
+
     return shown + carry_hint(settings, cwd, at_handoff=at_handoff)
 
 
@@ -239,6 +242,10 @@ def run_wrapped(command: str, raw: str) -> str:
         log.warning("carryd statusline: the wrapped command failed: %s", error)
         return ""
     return done.stdout.decode("utf-8", errors="replace").rstrip("\n")
+
+
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
 
 
 def _number(value: object) -> float | None:

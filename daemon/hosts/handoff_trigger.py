@@ -19,15 +19,18 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Mapping
-from typing import Any, Literal
 
-UsageSource = Literal["statusline", "transcript"]
-TriggerReason = Literal[
-    "crossed",  # at or above the hand-off point for the first time since it was below: note
-    "already_told",  # still above; the note was given in this crossing
-    "below_threshold",  # nothing to say (and the mark re-arms)
-    "usage_unknown",  # no status line record and no usage in the transcript
-]
+TYPE_CHECKING = False  # not `typing`'s: the per-message hooks never import it
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    UsageSource = Literal["statusline", "transcript"]
+    TriggerReason = Literal[
+        "crossed",  # at or above the hand-off point for the first time since it was below
+        "already_told",  # still above; the note was given in this crossing
+        "below_threshold",  # nothing to say (and the mark re-arms)
+        "usage_unknown",  # no status line record and no usage in the transcript
+    ]
 # Bytes read from the end of a transcript: its last few messages, never the whole file.
 TRANSCRIPT_TAIL_BYTES = 256 * 1024
 

@@ -9,21 +9,23 @@ or notice, never the hook's answer.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import stat
 import sys
 import time
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from carryd.daemon.hosts.handoff_trigger import TRANSCRIPT_TAIL_BYTES, SessionMark
+from carryd.daemon.hosts.hook_settings import LazyLog, state_dir
 
+TYPE_CHECKING = False  # not `typing`'s: the per-message hooks never import it
 if TYPE_CHECKING:
+    from typing import Any
+
     from carryd.daemon.config import Settings
 
-log = logging.getLogger(__name__)
+log = LazyLog(__name__)
 
 __all__ = [
     "read_mark",
@@ -184,9 +186,12 @@ def _replace(path: Path, data: bytes) -> None:
 
 
 def notices_path() -> Path:
-    import platformdirs  # only when there is a problem to tell
+    folder = state_dir()
+    if folder is None:
+        import platformdirs  # only when there is a problem to tell, off Linux
 
-    return Path(platformdirs.user_state_dir("carryd")) / "hook-notices.json"
+        folder = Path(platformdirs.user_state_dir("carryd"))
+    return folder / "hook-notices.json"
 
 
 def notice_text(text: str) -> str:
