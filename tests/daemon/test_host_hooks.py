@@ -871,3 +871,62 @@ def test_notes_is_never_a_workspace_not_even_inside_a_git_work_tree(
         **kw,
     )  # fmt: skip
     assert "no workspace 'notes'" in line
+
+
+# --- the relay and the hosts' limits, with a real carry ---------------------------------------
+
+
+def write_ledger(root: Path, text: str) -> None:
+    (root / "shop" / "handoff" / "LEDGER.md").write_text(text, encoding="utf-8")
+
+
+def test_codex_session_start_fits_its_hook_limit_in_bytes(
+    root: Path, use_model: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Codex keeps ~2,500 tokens (ceil(bytes / 4)) of a hook's context: a Chinese ledger of
+    9,000 characters is ~27,000 bytes, so the carry is planned down until it fits."""
+    items = "\n".join(
+        f"- 第{i}次尝试：在退款回调里四舍五入，日元金额差一分，失败。" for i in range(300)
+    )
+    write_ledger(
+        root, f"# 交接记录\n\n## 目标\n\n按原币种退款。\n\n## 尝试过的方法和失败原因\n\n{items}\n"
+    )
+    assert main(["carry", "--root", str(root)]) == 0
+    stdin = codex_input("SessionStart", str(root / "shop"), source="startup")
+    kw = {"monkeypatch": monkeypatch, "capsys": capsys}
+    code, out = run("codex", "session-start", stdin, "--root", str(root), **kw)
+    context = context_of(out, "SessionStart") or ""
+    assert code == 0 and context.endswith(f"Full carry: {root / '.carryd' / 'carry' / 'shop.md'}")
+    assert len(context.encode("utf-8")) <= host_codex.MAX_CONTEXT_BYTES
+    code, out = run("claude-code", "session-start", stdin, "--root", str(root), **kw)
+    assert len((context_of(out, "SessionStart") or "").encode("utf-8")) > 9600  # no such limit
+
+
+def test_gemini_after_agent_clears_the_conversation_once_the_hand_off_files_are_fresh(
+    root: Path,
+    tmp_path: Path,
+    use_model: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    write_ledger(root, "# Ledger\n\n## Goal\n\nRefunds in the original currency.\n")
+    assert main(["carry", "--root", str(root)]) == 0
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(json.dumps({"type": "gemini", "tokens": {"input": 450000}}) + "\n")
+    kw = {"monkeypatch": monkeypatch, "capsys": capsys}
+    at = ("--root", str(root))
+    after = gemini_input("AfterAgent", str(root / "shop"), str(chat), prompt="go",
+                         prompt_response="done", stop_hook_active=False)  # fmt: skip
+    assert answer(run("gemini", "after-agent", after, *at, **kw)[1]) == {}  # no note yet
+    before = gemini_input("BeforeAgent", str(root / "shop"), str(chat), prompt="go on")
+    assert context_of(run("gemini", "before-agent", before, *at, **kw)[1], "BeforeAgent")
+    assert answer(run("gemini", "after-agent", after, *at, **kw)[1]) == {}  # ledger not written
+    time.sleep(0.05)
+    write_ledger(root, "# Ledger\n\n## Goal\n\nRefunds in the original currency, JPY too.\n")
+    relay = answer(run("gemini", "after-agent", after, *at, **kw)[1])
+    assert relay["decision"] == "block"
+    assert relay["hookSpecificOutput"] == {"hookEventName": "AfterAgent", "clearContext": True}
+    assert "JPY too" in relay["reason"] and "<" not in relay["reason"]
+    assert answer(run("gemini", "after-agent", after, *at, **kw)[1]) == {}  # once per crossing
+    looping = gemini_input("AfterAgent", str(root / "shop"), str(chat), stop_hook_active=True)
+    assert answer(run("gemini", "after-agent", looping, *at, **kw)[1]) == {}
