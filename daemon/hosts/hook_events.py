@@ -364,7 +364,7 @@ def usage_note(
         if quiet is not None and quiet(call):
             return wire.answer(context=None, notice=None)
         reading = session_reading(call, transcript_usage, point_of)
-        handoff = crossing(settings, data, reading)
+        handoff = crossing(settings, data, reading, host=call.host)
         if handoff is None or reading is None:
             return wire.answer(context=None, notice=None)
         workspace, notice = workspace_or_notice(call)
@@ -389,9 +389,12 @@ def usage_note(
 prompt_submit = usage_note  # the first trigger carryd had: the person's prompt
 
 
-def crossing(settings: Settings, data: Mapping[str, Any], reading: Reading | None) -> int | None:
+def crossing(
+    settings: Settings, data: Mapping[str, Any], reading: Reading | None, *, host: str = ""
+) -> int | None:
     """Given a session's reading, return its hand-off point (tokens) when the usage has just
-    crossed it (None otherwise), keeping the session's mark."""
+    crossed it (None otherwise), keeping the session's mark (with what it was judged by, for
+    `carryd status`)."""
     key = hook_state.session_key(dict(data))
     mark = hook_state.read_mark(settings, key) if key else trigger.SessionMark()
     fraction = share = None
@@ -402,6 +405,10 @@ def crossing(settings: Settings, data: Mapping[str, Any], reading: Reading | Non
         share = handoff / reading.point.tokens
     decision = trigger.decide(fraction, reading.source if reading else None, mark,
                               share or 1.0, now=time.time())  # fmt: skip
+    decision.mark.point = mark.point
+    if reading is not None:
+        decision.mark.point = {"host": host, "used": reading.used, "compacts": reading.point.tokens,
+                               "hand_off": handoff, "source": reading.point.source}  # fmt: skip
     if key and decision.mark != mark:
         hook_state.write_mark(settings, key, decision.mark)
     return handoff if decision.instruct and reading is not None else None
