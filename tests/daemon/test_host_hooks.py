@@ -930,3 +930,21 @@ def test_gemini_after_agent_clears_the_conversation_once_the_hand_off_files_are_
     assert answer(run("gemini", "after-agent", after, *at, **kw)[1]) == {}  # once per crossing
     looping = gemini_input("AfterAgent", str(root / "shop"), str(chat), stop_hook_active=True)
     assert answer(run("gemini", "after-agent", looping, *at, **kw)[1]) == {}
+
+
+def test_carryd_status_shows_the_hand_off_point_the_hooks_judged_by(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    claude_transcript(transcript, "claude-sonnet-4-5", 100000)
+    kw = {"monkeypatch": monkeypatch, "capsys": capsys}
+    stdin = claude_prompt(str(root / "shop"), str(transcript))
+    run("claude-code", "post-tool-use", stdin, "--root", str(root), **kw)
+    capsys.readouterr()
+    main(["status", "--root", str(root)])
+    text = capsys.readouterr().out
+    assert f"hand-off (claude-code session {SESSION[:12]}" in text
+    assert "compacts at ~167000 tokens (model claude-sonnet-4-5), hand-off at 125250" in text
+    main(["status", "--json", "--root", str(root)])
+    (point,) = json.loads(capsys.readouterr().out)["hand_off_points"]
+    assert (point["used"], point["compacts"], point["hand_off"]) == (100000, 167000, 125250)
