@@ -72,6 +72,9 @@ NEXT_STEP = (
     "built from them."
 )
 WRAP_TIMEOUT_SECONDS = 2.0
+# The status line's carry state is judged again after this long (a carry written meanwhile
+# shows within it).
+HINT_TTL_SECONDS = 5.0
 USAGE_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
@@ -203,9 +206,25 @@ def statusline_text(raw: str, settings: Settings | None, problem: str | None) ->
         shown += (
             f" | hand-off {short_tokens(handoff)}, compacts ~{short_tokens(point.tokens)} ({label})"
         )
-    from carryd.daemon.hosts.handoff import carry_hint  # the carry's state: the status line's
+    return shown + cached_hint(settings, data, cwd, at_handoff=at_handoff)
 
-    return shown + carry_hint(settings, cwd, at_handoff=at_handoff)
+
+def cached_hint(settings: Settings, data: Mapping[str, Any], cwd: str, *, at_handoff: bool) -> str:
+    """The carry's state for the status line, judged again after `HINT_TTL_SECONDS` per
+    session or when the carry, its manifest, the ledger or the plan changed (the status line
+    runs after every message; judging walks and hashes the carry's sources)."""
+    key = hook_state.session_key(dict(data))
+    asked = f"{cwd}\n{at_handoff}"
+    hint = hook_state.read_hint(settings, key, asked, ttl=HINT_TTL_SECONDS) if key else None
+    if hint is None:
+        from carryd.daemon.hosts.handoff import carry_hint  # the carry's state
+        from carryd.daemon.hosts.workspace_lookup import find_workspace
+
+        hint = carry_hint(settings, cwd, at_handoff=at_handoff)
+        if key:
+            workspace = find_workspace(settings, cwd)
+            hook_state.record_hint(settings, key, asked, hint, workspace)
+    return hint
 
 
 def statusline(call: HookCall) -> str:

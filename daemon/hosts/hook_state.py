@@ -94,6 +94,50 @@ def record_statusline(
     _write_session_file(settings, key, "statusline", record)
 
 
+def read_hint(settings: Settings, key: str, asked: str, *, ttl: float) -> str | None:
+    """Given a session and what its status line asks (the folder and whether it is at the
+    hand-off point), return the carry hint it got for the same question less than `ttl`
+    seconds ago while the workspace's carry, manifest, ledger and plan stayed as they were,
+    or None."""
+    data = _read_session_file(settings, key, "hint")
+    if not isinstance(data, dict) or data.get("asked") != asked:
+        return None
+    at, hint, workspace = data.get("at"), data.get("hint"), data.get("workspace")
+    if not isinstance(at, int | float) or not isinstance(hint, str):
+        return None
+    if not 0 <= time.time() - at < ttl:
+        return None
+    if isinstance(workspace, str) and data.get("stamp") != _stamp(settings, workspace):
+        return None
+    return hint
+
+
+def record_hint(settings: Settings, key: str, asked: str, hint: str, workspace: str | None) -> None:
+    record = {"asked": asked, "hint": hint, "at": time.time(), "workspace": workspace}
+    if workspace is not None:
+        record["stamp"] = _stamp(settings, workspace)
+    _write_session_file(settings, key, "hint", record)
+
+
+def _stamp(settings: Settings, workspace: str) -> list[list[int]]:
+    """The size and mtime of the files a carry hint depends on most."""
+    folder = settings.root_path / workspace
+    files = (
+        settings.carry_dir / f"{workspace}.md",
+        settings.carry_dir / f"{workspace}.json",
+        folder / settings.carry.ledger_file,
+        folder / settings.carry.plan_file,
+    )
+    stamp = []
+    for path in files:
+        try:
+            info = os.stat(path)
+            stamp.append([info.st_size, info.st_mtime_ns])
+        except OSError:
+            stamp.append([-1, -1])
+    return stamp
+
+
 def _count(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 

@@ -948,3 +948,31 @@ def test_carryd_status_shows_the_hand_off_point_the_hooks_judged_by(
     main(["status", "--json", "--root", str(root)])
     (point,) = json.loads(capsys.readouterr().out)["hand_off_points"]
     assert (point["used"], point["compacts"], point["hand_off"]) == (100000, 167000, 125250)
+
+
+def test_the_status_line_judges_the_carry_again_only_when_its_files_change(root: Path) -> None:
+    """After the first status line of a session, the next ones (within a few seconds, with
+    the carry, manifest, ledger and plan unchanged) reuse its carry state: no layout, no
+    hashing; a changed ledger is judged again at once."""
+    import subprocess
+
+    stdin = claude_status(str(root / "shop"), 30)
+    probe = (
+        "import io, sys\n"
+        "from carryd.daemon.cli import main\n"
+        f"sys.stdin = io.StringIO({stdin!r})\n"
+        f"main(['hook', 'claude-code', 'statusline', '--root', {str(root)!r}])\n"
+        "print(sorted({'carryd.daemon.layout', 'hashlib'} & set(sys.modules)))\n"
+    )
+
+    def loaded() -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        return list(json.loads(done.stdout.strip().splitlines()[-1].replace("'", '"')))
+
+    assert loaded() == ["carryd.daemon.layout", "hashlib"]  # the first judges
+    assert loaded() == []
+    (root / "shop" / "handoff" / "LEDGER.md").write_text("# Ledger\n", encoding="utf-8")
+    assert loaded() == ["carryd.daemon.layout", "hashlib"]
