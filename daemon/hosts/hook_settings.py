@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from carryd.daemon.config import Settings
 
-__all__ = ["LazyLog", "hook_settings", "state_dir"]
+__all__ = ["LazyLog", "full_settings", "hook_settings", "state_dir"]
 
 # The defaults of `carryd.daemon.config` for the values read here (a test keeps them equal).
 DEFAULTS: dict[str, Any] = {
@@ -131,6 +131,13 @@ class HookView:
                 if best is None or len(base.parts) > best[0]:
                     best = (len(base.parts), workspace)
         return best[1] if best else target.name
+
+
+def full_settings(settings: Settings) -> Settings:
+    """Given a hook's settings, return the full `Settings` (loaded now for a `HookView`): for
+    the work that passes them on whole (planning a carry, recall, a sync)."""
+    view = settings if isinstance(settings, HookView) else None
+    return view.full() if view is not None else settings
 
 
 def hook_settings(config: str | None, root: str | None) -> Settings:
