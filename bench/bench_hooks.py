@@ -1,6 +1,7 @@
-"""Benchmark what a host pays per hook call: the status line, the prompt-submit hook (the
-write-side trigger) and a SessionStart with a fresh carry — each a whole `carryd` process,
-as the host runs it.
+"""Benchmark what a host pays per hook call: the status line, the prompt-submit and
+post-tool-use hooks (the write-side triggers) and a SessionStart with a fresh carry — each a
+whole `carryd` process, as the host runs it — and how long `carryd mcp` takes to answer
+`initialize` from a cold start.
 
 Not part of CI. Run from the repo root:
 
@@ -12,9 +13,11 @@ with PYTHONDONTWRITEBYTECODE would compile every module on every call), then run
 `--runs` times after one warm-up, with the hosts' documented stdin shapes, and prints the
 median / min / max wall time and CPU time (user + sys of the child, from getrusage).
 
-The bar (issue 13): ≤ 100 ms median per prompt and per status line. Wall time on a loaded
-machine is inflated by waiting for a core: read the CPU column too, and the load average
-printed first.
+The bars (issue 21): each per-message hook ≤ 2× a bare `python -c pass` measured in the same
+run (`ratio`: median wall time over the bare interpreter's; `cpu ratio`: the same for the
+child's CPU time, which waiting for a core does not inflate), and `carryd mcp`
+answering `initialize` in ≤ 0.5 s. Wall time on a loaded machine is inflated by waiting for
+a core: read the CPU column too, and the load average printed first.
 """
 
 from __future__ import annotations
@@ -58,6 +61,15 @@ def hook_inputs(root: Path) -> dict[str, tuple[list[str], str]]:
         "hook_event_name": "UserPromptSubmit",
         "prompt": "go on with the refund fix",
     }
+    tool = {
+        "session_id": SESSION,
+        "transcript_path": "/nonexistent/transcript.jsonl",
+        "cwd": cwd,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "pytest -q"},
+        "tool_response": {"stdout": "3 passed"},
+    }
     start = {
         "session_id": SESSION,
         "transcript_path": "/nonexistent/transcript.jsonl",
@@ -68,6 +80,7 @@ def hook_inputs(root: Path) -> dict[str, tuple[list[str], str]]:
     return {
         "status line": (["claude-code", "statusline"], json.dumps(status)),
         "prompt-submit": (["claude-code", "prompt-submit"], json.dumps(prompt)),
+        "post-tool-use": (["claude-code", "post-tool-use"], json.dumps(tool)),
         "session-start (fresh carry)": (["claude-code", "session-start"], json.dumps(start)),
     }
 
@@ -97,6 +110,44 @@ def measure(command: list[str], stdin: str, runs: int, env: dict[str, str]) -> d
     }
 
 
+def measure_mcp_initialize(carryd: str, root: Path, runs: int, env: dict[str, str]) -> list[float]:
+    """Start `carryd mcp` `runs` times (after one warm-up); return the wall ms from the start
+    of the process to the `initialize` answer."""
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"},
+        },
+    }
+    times = []
+    for run in range(runs + 1):
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            [carryd, "mcp", "--root", str(root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(json.dumps(message).encode() + b"\n")
+        process.stdin.flush()
+        answer = json.loads(process.stdout.readline())
+        elapsed = time.perf_counter() - start
+        process.stdin.close()
+        process.wait(timeout=60)
+        process.stdout.close()
+        if "result" not in answer:
+            raise SystemExit(f"carryd mcp did not initialize: {answer}")
+        if run:
+            times.append(elapsed * 1000)
+    return times
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
@@ -122,7 +173,9 @@ def main() -> int:
         )
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
               f"{os.cpu_count()} cores; {args.runs} runs each after one warm-up")  # fmt: skip
-        print(f"{'hook':32} {'wall median':>12} {'min':>8} {'max':>8} {'cpu median':>11}")
+        print(
+            f"{'hook':32} {'wall median':>12} {'min':>8} {'max':>8} {'cpu median':>11} {'ratio':>6}"
+        )
         # What any Python process costs here: the floor under every hook figure below.
         bare = measure([sys.executable, "-c", "pass"], "", args.runs, env)
         print(
@@ -132,10 +185,19 @@ def main() -> int:
         for name, (words, stdin) in hook_inputs(root).items():
             command = [args.carryd, "hook", *words, "--root", str(root)]
             result = measure(command, stdin, args.runs, env)
+            ratio = result["wall_median"] / bare["wall_median"]
+            cpu_ratio = result["cpu_median"] / bare["cpu_median"]
             print(
                 f"{name:32} {result['wall_median']:9.1f} ms {result['wall_min']:5.1f} ms "
-                f"{result['wall_max']:5.1f} ms {result['cpu_median']:8.1f} ms"
+                f"{result['wall_max']:5.1f} ms {result['cpu_median']:8.1f} ms {ratio:5.2f}x "
+                f"{cpu_ratio:8.2f}x"
             )
+        mcp = measure_mcp_initialize(args.carryd, root, max(5, args.runs // 3), env)
+        print(
+            f"{'mcp initialize (cold start)':32} {statistics.median(mcp):9.1f} ms "
+            f"{min(mcp):5.1f} ms {max(mcp):5.1f} ms {'':>11} "
+            f"{statistics.median(mcp) / bare['wall_median']:5.2f}x"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -2,6 +2,6 @@
 
 import sys
 
-from carryd.daemon.cli.dispatch import main
+from carryd.daemon.cli import main
 
 sys.exit(main())

@@ -27,16 +27,13 @@ THEIRS` when the user had one: their text first, carryd's after.
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from carryd.daemon.hosts import hook_state
 from carryd.daemon.hosts.compaction import Point, claude_point, handoff_tokens, short_tokens
-from carryd.daemon.hosts.handoff import carry_hint, one_line
 from carryd.daemon.hosts.handoff_trigger import Usage, jsonl_records, token_count
 from carryd.daemon.hosts.hook_events import (
     HookCall,
@@ -49,11 +46,15 @@ from carryd.daemon.hosts.hook_events import (
     usage_note,
     workspace_or_notice,
 )
+from carryd.daemon.hosts.hook_settings import LazyLog
 
+TYPE_CHECKING = False  # not `typing`'s: the per-message hooks never import it
 if TYPE_CHECKING:
+    from typing import Any
+
     from carryd.daemon.config import Settings
 
-log = logging.getLogger(__name__)
+log = LazyLog(__name__)
 
 __all__ = [
     "CLEAR_COMMAND",
@@ -71,6 +72,9 @@ NEXT_STEP = (
     "built from them."
 )
 WRAP_TIMEOUT_SECONDS = 2.0
+# The status line's carry state is judged again after this long (a carry written meanwhile
+# shows within it).
+HINT_TTL_SECONDS = 5.0
 USAGE_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
@@ -202,7 +206,25 @@ def statusline_text(raw: str, settings: Settings | None, problem: str | None) ->
         shown += (
             f" | hand-off {short_tokens(handoff)}, compacts ~{short_tokens(point.tokens)} ({label})"
         )
-    return shown + carry_hint(settings, cwd, at_handoff=at_handoff)
+    return shown + cached_hint(settings, data, cwd, at_handoff=at_handoff)
+
+
+def cached_hint(settings: Settings, data: Mapping[str, Any], cwd: str, *, at_handoff: bool) -> str:
+    """The carry's state for the status line, judged again after `HINT_TTL_SECONDS` per
+    session or when the carry, its manifest, the ledger or the plan changed (the status line
+    runs after every message; judging walks and hashes the carry's sources)."""
+    key = hook_state.session_key(dict(data))
+    asked = f"{cwd}\n{at_handoff}"
+    hint = hook_state.read_hint(settings, key, asked, ttl=HINT_TTL_SECONDS) if key else None
+    if hint is None:
+        from carryd.daemon.hosts.handoff import carry_hint  # the carry's state
+        from carryd.daemon.hosts.workspace_lookup import find_workspace
+
+        hint = carry_hint(settings, cwd, at_handoff=at_handoff)
+        if key:
+            workspace = find_workspace(settings, cwd)
+            hook_state.record_hint(settings, key, asked, hint, workspace)
+    return hint
 
 
 def statusline(call: HookCall) -> str:
@@ -239,6 +261,10 @@ def run_wrapped(command: str, raw: str) -> str:
         log.warning("carryd statusline: the wrapped command failed: %s", error)
         return ""
     return done.stdout.decode("utf-8", errors="replace").rstrip("\n")
+
+
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
 
 
 def _number(value: object) -> float | None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
 
 from carryd.daemon.hosts.compaction import Point, codex_point
 from carryd.daemon.hosts.handoff_trigger import Usage, jsonl_records, token_count
@@ -32,6 +31,10 @@ from carryd.daemon.hosts.hook_events import (
     session_start,
     usage_note,
 )
+
+TYPE_CHECKING = False  # not `typing`'s: the per-message hooks never import it
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["CLEAR_COMMAND", "EVENTS", "MAX_CONTEXT_BYTES", "point_of", "transcript_usage"]
 

@@ -30,7 +30,10 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # not `typing`'s: the per-message hooks never import it
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "Point",

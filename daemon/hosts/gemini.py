@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import Any
 
 from carryd.daemon.hosts import hook_state
 from carryd.daemon.hosts.compaction import Point, gemini_point
@@ -42,6 +41,10 @@ from carryd.daemon.hosts.hook_events import (
     workspace_or_notice,
 )
 from carryd.daemon.hosts.render import without_angle_brackets
+
+TYPE_CHECKING = False  # not `typing`'s: the per-message hooks never import it
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["CLEAR_COMMAND", "EVENTS", "point_of", "transcript_usage"]
 

@@ -163,7 +163,10 @@ def plan_carry_text(
     # loads the carry planner, the parser or the secret scanner (~0.4 s).
     from carryd.daemon import control  # the socket module too: only a plan asks the daemon
     from carryd.daemon.carries.carrying import build_workspace_carry, write_carry
+    from carryd.daemon.hosts.hook_settings import full_settings
     from carryd.daemon.recall.access import recall_access
+
+    settings = full_settings(settings)  # planning passes the settings on whole
 
     path = settings.carry_dir / f"{workspace}.md"
     daemon_up = control.request(settings, "ping", {}, timeout=PING_TIMEOUT) is not None

@@ -19,15 +19,18 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Mapping
-from typing import Any, Literal
 
-UsageSource = Literal["statusline", "transcript"]
-TriggerReason = Literal[
-    "crossed",  # at or above the hand-off point for the first time since it was below: note
-    "already_told",  # still above; the note was given in this crossing
-    "below_threshold",  # nothing to say (and the mark re-arms)
-    "usage_unknown",  # no status line record and no usage in the transcript
-]
+TYPE_CHECKING = False  # not `typing`'s: the per-message hooks never import it
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    UsageSource = Literal["statusline", "transcript"]
+    TriggerReason = Literal[
+        "crossed",  # at or above the hand-off point for the first time since it was below
+        "already_told",  # still above; the note was given in this crossing
+        "below_threshold",  # nothing to say (and the mark re-arms)
+        "usage_unknown",  # no status line record and no usage in the transcript
+    ]
 # Bytes read from the end of a transcript: its last few messages, never the whole file.
 TRANSCRIPT_TAIL_BYTES = 256 * 1024
 
@@ -62,7 +65,7 @@ class Usage:
 class SessionMark:
     """What the trigger remembers of one host session."""
 
-    __slots__ = ("blocked", "fraction", "told", "told_at")
+    __slots__ = ("blocked", "fraction", "point", "told", "told_at")
 
     def __init__(
         self,
@@ -71,11 +74,15 @@ class SessionMark:
         *,
         told_at: float | None = None,
         blocked: bool = False,
+        point: Mapping[str, Any] | None = None,
     ) -> None:
         self.told = told  # the note was given since the usage was last below the hand-off point
         self.fraction = fraction  # the usage seen last, as a share of the compaction point
         self.told_at = told_at  # when the note was given (the ledger is fresh if newer)
-        self.blocked = blocked  # a compaction was held back once in this crossing
+        self.blocked = blocked  # carryd held a compaction back (or cleared) once this crossing
+        # What the session was judged by, for `carryd status`: host, used, compacts, hand_off,
+        # source (the compaction point's).
+        self.point = dict(point) if isinstance(point, Mapping) else None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, SessionMark) and self.to_json() == other.to_json()
@@ -89,6 +96,7 @@ class SessionMark:
             "fraction": self.fraction,
             "told_at": self.told_at,
             "blocked": self.blocked,
+            "point": self.point,
         }
 
     @classmethod
@@ -101,6 +109,7 @@ class SessionMark:
             fraction=_fraction(data.get("fraction")),
             told_at=told_at,
             blocked=data.get("blocked") is True,
+            point=data.get("point") if isinstance(data.get("point"), Mapping) else None,
         )
 
 

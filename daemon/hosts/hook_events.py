@@ -24,28 +24,27 @@ only when it must plan).
 
 from __future__ import annotations
 
-import argparse
 import json
-import logging
 import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
 
-from carryd.daemon.config import HookSettings, load_settings
 from carryd.daemon.hosts import handoff_trigger as trigger
 from carryd.daemon.hosts import hook_state
 from carryd.daemon.hosts.compaction import Point, handoff_tokens
-from carryd.daemon.hosts.handoff import SessionStartAnswer, handoff_answer, short
-from carryd.daemon.hosts.workspace_lookup import find_workspace
+from carryd.daemon.hosts.hook_settings import DEFAULTS, LazyLog, hook_settings
 from carryd.index.errors import CarrydError
 
+TYPE_CHECKING = False  # not `typing`'s: the per-message hooks never import it
 if TYPE_CHECKING:
-    from carryd.daemon.config import Settings
+    import argparse
+    from typing import IO, Any
 
-log = logging.getLogger(__name__)
+    from carryd.daemon.config import Settings
+    from carryd.daemon.hosts.handoff import SessionStartAnswer
+
+log = LazyLog(__name__)
 
 MAX_INPUT_BYTES = 1_000_000
 FALSY = frozenset({"", "0", "false", "no", "off"})
@@ -53,40 +52,60 @@ FALSY = frozenset({"", "0", "false", "no", "off"})
 PERSON_REASONS = frozenset({"bad_input", "config_error", "unknown_workspace", "error"})
 
 
-@dataclass(frozen=True)
 class HookCall:
     """One hook invocation: who calls, the settings (or why there are none), the input."""
 
-    host: str
-    event: str
-    settings: Settings | None
-    problem: str | None  # why the settings cannot be used (None: they can)
-    bypassed: bool
-    raw: str
-    data: dict[str, Any] | None
-    bad_input: str | None  # why `raw` is not a JSON object (None: it is)
-    wrap: str | None = None  # the user's own status line command, for Claude Code's
+    __slots__ = ("bad_input", "bypassed", "data", "event", "host", "problem", "raw", "settings",
+                 "wrap")  # fmt: skip
+
+    def __init__(
+        self,
+        host: str,
+        event: str,
+        settings: Settings | None,
+        problem: str | None,  # why the settings cannot be used (None: they can)
+        bypassed: bool,
+        raw: str,
+        data: dict[str, Any] | None,
+        bad_input: str | None,  # why `raw` is not a JSON object (None: it is)
+        wrap: str | None = None,  # the user's own status line command, for Claude Code's
+    ) -> None:
+        self.host, self.event, self.settings, self.problem = host, event, settings, problem
+        self.bypassed, self.raw, self.data, self.bad_input = bypassed, raw, data, bad_input
+        self.wrap = wrap
 
 
-@dataclass(frozen=True)
 class HookEvent:
     """What a host does for one event; `run_hook` keeps the host safe around it."""
 
-    answer: Callable[[HookCall], str]  # the text to print (the bypass included)
-    on_error: Callable[[str | None], str]  # carryd failed: the notice told (or None) → text
+    __slots__ = ("answer", "on_error")
+
+    def __init__(
+        self,
+        answer: Callable[[HookCall], str],  # the text to print (the bypass included)
+        on_error: Callable[[str | None], str],  # carryd failed: the notice told (or None) → text
+    ) -> None:
+        self.answer = answer
+        self.on_error = on_error
 
 
-@dataclass(frozen=True)
 class Wire:
     """How a host wants one event answered."""
 
-    event_name: str  # the host's own name ("SessionStart", "UserPromptSubmit", "BeforeAgent")
-    nothing: str = "{}"  # the host's "nothing to add" (Codex: no output at all)
-    injects: bool = True  # False: the event cannot add context (Gemini CLI's PreCompress)
-    render: Callable[[str], str] | None = None  # the host's rendering of injected text
-    max_bytes: int | None = None  # the host's limit on one hook's context, in UTF-8 bytes
-    # The event takes text for the model as a block's reason (Codex's Stop: a follow-up prompt).
-    as_block_reason: bool = False
+    __slots__ = ("as_block_reason", "event_name", "injects", "max_bytes", "nothing", "render")
+
+    def __init__(
+        self,
+        event_name: str,  # the host's own name ("SessionStart", "UserPromptSubmit", …)
+        *,
+        nothing: str = "{}",  # the host's "nothing to add" (Codex: no output at all)
+        injects: bool = True,  # False: the event cannot add context (Gemini's PreCompress)
+        render: Callable[[str], str] | None = None,  # the host's rendering of injected text
+        max_bytes: int | None = None,  # the host's limit on one hook's context (UTF-8 bytes)
+        as_block_reason: bool = False,  # text for the model goes in a block's reason (Codex Stop)
+    ) -> None:
+        self.event_name, self.nothing, self.injects = event_name, nothing, injects
+        self.render, self.max_bytes, self.as_block_reason = render, max_bytes, as_block_reason
 
     def answer(
         self,
@@ -150,9 +169,10 @@ def prepare(args: argparse.Namespace, stdin: IO[str] | None = None) -> HookCall:
 
 
 def load_settings_softly(args: argparse.Namespace) -> tuple[Settings | None, str | None]:
-    """Given the CLI args, return (settings, None), or (None, why they cannot be used)."""
+    """Given the CLI args, return (settings, None), or (None, why they cannot be used): the
+    hook's light view of them (`hook_settings`), the full settings loaded only when needed."""
     try:
-        settings = load_settings(getattr(args, "config", None), root=getattr(args, "root", None))
+        settings = hook_settings(getattr(args, "config", None), getattr(args, "root", None))
     except CarrydError as error:
         return None, f"config error: {error}"
     if not settings.root:
@@ -163,7 +183,7 @@ def load_settings_softly(args: argparse.Namespace) -> tuple[Settings | None, str
 def bypassed(settings: Settings | None, environ: Mapping[str, str] | None = None) -> bool:
     """Given the settings (or None), return whether the bypass variable is set to a true value."""
     env = os.environ if environ is None else environ
-    name = settings.hooks.bypass_env if settings is not None else HookSettings().bypass_env
+    name = settings.hooks.bypass_env if settings is not None else DEFAULTS["hooks"]["bypass_env"]
     return bool(name) and env.get(name, "").strip().lower() not in FALSY
 
 
@@ -239,7 +259,9 @@ def session_start_answer(
     (CarrydError-free); who hears it is `session_start`'s decision. With a wire whose host
     limits a hook's context in bytes, the carry is planned again under a smaller budget
     until its rendering fits."""
-    budget = (settings.hooks if settings is not None else HookSettings()).inline_chars
+    from carryd.daemon.hosts.handoff import handoff_answer, short  # only SessionStart plans
+
+    budget = settings.hooks.inline_chars if settings is not None else 9_000
     data, bad = parse_input(raw)
     if data is None:
         return short(bad or "bad input", "bad_input", budget)
@@ -285,13 +307,13 @@ def session_start(wire: Wire) -> HookEvent:
 # --- the write-side trigger (prompt, tool and stop hooks) -----------------------------------------
 
 
-@dataclass(frozen=True)
 class Reading:
     """A session's usage (tokens) and where its host compacts."""
 
-    used: int
-    point: Point
-    source: trigger.UsageSource
+    __slots__ = ("point", "source", "used")
+
+    def __init__(self, used: int, point: Point, source: trigger.UsageSource) -> None:
+        self.used, self.point, self.source = used, point, source
 
 
 # Given the call, the transcript's usage and the status line's record: where the host compacts.
@@ -309,13 +331,14 @@ def session_reading(
     recorded = hook_state.read_statusline(settings, key) if key and settings else None
     tail = hook_state.read_tail(data.get("transcript_path"))
     usage = transcript_usage(tail[0]) if tail else None
+    source: trigger.UsageSource
     if recorded is not None and (usage is None or tail is None or recorded["at"] >= tail[1]):
         used, source = recorded["used"], "statusline"
     elif usage is not None:
         used, source = usage.tokens, "transcript"
     else:
         return None
-    return Reading(int(used), point_of(call, usage, recorded), source)  # type: ignore[arg-type]
+    return Reading(int(used), point_of(call, usage, recorded), source)
 
 
 def usage_note(
@@ -328,18 +351,36 @@ def usage_note(
 ) -> HookEvent:
     """Given a host's prompt, tool or stop wire, how its transcript tells the usage, where it
     compacts and what starts the next context there, return the event that states the note
-    once per crossing (`quiet`: calls that never note, such as a stop hook already looping)."""
+    once per crossing (`quiet`: calls that never note, such as a stop hook already looping).
+    The workspace is looked up only at a crossing: below the hand-off point the hook reads the
+    usage, keeps the session's mark and answers nothing."""
 
     def answer(call: HookCall) -> str:
         if call.bypassed:
             return wire.answer(context=None, notice=None)
-        workspace, notice = workspace_or_notice(call)
-        if workspace is None or call.settings is None or call.data is None:
-            return wire.answer(context=None, notice=notice)
+        settings, data = call.settings, call.data
+        if data is None or settings is None or call.problem or cwd_of(data) is None:
+            return wire.answer(context=None, notice=workspace_or_notice(call)[1])
         if quiet is not None and quiet(call):
             return wire.answer(context=None, notice=None)
         reading = session_reading(call, transcript_usage, point_of)
-        text = handoff_note(call.settings, workspace, call.data, reading, next_step)
+        handoff = crossing(settings, data, reading, host=call.host)
+        if handoff is None or reading is None:
+            return wire.answer(context=None, notice=None)
+        workspace, notice = workspace_or_notice(call)
+        if workspace is None:
+            return wire.answer(context=None, notice=notice)
+        folder = settings.root_path / workspace
+        log.info("carryd hook: hand-off note for %s at %d tokens", workspace, reading.used)
+        text = trigger.note(
+            used=reading.used,
+            point=reading.point.tokens,
+            point_source=reading.point.source,
+            handoff=handoff,
+            ledger_path=str(folder / settings.carry.ledger_file),
+            plan_path=str(folder / settings.carry.plan_file),
+            next_step=next_step,
+        )
         return wire.answer(context=text, notice=None)
 
     return HookEvent(answer=answer, on_error=wire.on_error)
@@ -348,15 +389,12 @@ def usage_note(
 prompt_submit = usage_note  # the first trigger carryd had: the person's prompt
 
 
-def handoff_note(
-    settings: Settings,
-    workspace: str,
-    data: Mapping[str, Any],
-    reading: Reading | None,
-    next_step: str,
-) -> str | None:
-    """Given a session's reading, return the note when its usage has just crossed the
-    hand-off point (None otherwise), keeping the session's mark."""
+def crossing(
+    settings: Settings, data: Mapping[str, Any], reading: Reading | None, *, host: str = ""
+) -> int | None:
+    """Given a session's reading, return its hand-off point (tokens) when the usage has just
+    crossed it (None otherwise), keeping the session's mark (with what it was judged by, for
+    `carryd status`)."""
     key = hook_state.session_key(dict(data))
     mark = hook_state.read_mark(settings, key) if key else trigger.SessionMark()
     fraction = share = None
@@ -367,21 +405,13 @@ def handoff_note(
         share = handoff / reading.point.tokens
     decision = trigger.decide(fraction, reading.source if reading else None, mark,
                               share or 1.0, now=time.time())  # fmt: skip
+    decision.mark.point = mark.point
+    if reading is not None:
+        decision.mark.point = {"host": host, "used": reading.used, "compacts": reading.point.tokens,
+                               "hand_off": handoff, "source": reading.point.source}  # fmt: skip
     if key and decision.mark != mark:
         hook_state.write_mark(settings, key, decision.mark)
-    if not decision.instruct or reading is None:
-        return None
-    folder = settings.root_path / workspace
-    log.info("carryd hook: hand-off note for %s at %d tokens", workspace, reading.used)
-    return trigger.note(
-        used=reading.used,
-        point=reading.point.tokens,
-        point_source=reading.point.source,
-        handoff=handoff,
-        ledger_path=str(folder / settings.carry.ledger_file),
-        plan_path=str(folder / settings.carry.plan_file),
-        next_step=next_step,
-    )
+    return handoff if decision.instruct and reading is not None else None
 
 
 def handoff_files_written_since(settings: Settings, workspace: str, since: float | None) -> bool:
@@ -412,6 +442,8 @@ def workspace_or_notice(call: HookCall) -> tuple[str | None, str | None]:
         if cwd is None:
             problem, reason = "the hook input has no usable cwd", "bad_input"
         else:
+            from carryd.daemon.hosts.workspace_lookup import find_workspace
+
             workspace = find_workspace(settings, cwd)
             if workspace is not None:
                 return workspace, None

@@ -9,21 +9,23 @@ or notice, never the hook's answer.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import stat
 import sys
 import time
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from carryd.daemon.hosts.handoff_trigger import TRANSCRIPT_TAIL_BYTES, SessionMark
+from carryd.daemon.hosts.hook_settings import LazyLog, state_dir
 
+TYPE_CHECKING = False  # not `typing`'s: the per-message hooks never import it
 if TYPE_CHECKING:
+    from typing import Any
+
     from carryd.daemon.config import Settings
 
-log = logging.getLogger(__name__)
+log = LazyLog(__name__)
 
 __all__ = [
     "read_mark",
@@ -90,6 +92,50 @@ def record_statusline(
         return
     record = {"used": used, "window": window, "model": model, "at": time.time()}
     _write_session_file(settings, key, "statusline", record)
+
+
+def read_hint(settings: Settings, key: str, asked: str, *, ttl: float) -> str | None:
+    """Given a session and what its status line asks (the folder and whether it is at the
+    hand-off point), return the carry hint it got for the same question less than `ttl`
+    seconds ago while the workspace's carry, manifest, ledger and plan stayed as they were,
+    or None."""
+    data = _read_session_file(settings, key, "hint")
+    if not isinstance(data, dict) or data.get("asked") != asked:
+        return None
+    at, hint, workspace = data.get("at"), data.get("hint"), data.get("workspace")
+    if not isinstance(at, int | float) or not isinstance(hint, str):
+        return None
+    if not 0 <= time.time() - at < ttl:
+        return None
+    if isinstance(workspace, str) and data.get("stamp") != _stamp(settings, workspace):
+        return None
+    return hint
+
+
+def record_hint(settings: Settings, key: str, asked: str, hint: str, workspace: str | None) -> None:
+    record = {"asked": asked, "hint": hint, "at": time.time(), "workspace": workspace}
+    if workspace is not None:
+        record["stamp"] = _stamp(settings, workspace)
+    _write_session_file(settings, key, "hint", record)
+
+
+def _stamp(settings: Settings, workspace: str) -> list[list[int]]:
+    """The size and mtime of the files a carry hint depends on most."""
+    folder = settings.root_path / workspace
+    files = (
+        settings.carry_dir / f"{workspace}.md",
+        settings.carry_dir / f"{workspace}.json",
+        folder / settings.carry.ledger_file,
+        folder / settings.carry.plan_file,
+    )
+    stamp = []
+    for path in files:
+        try:
+            info = os.stat(path)
+            stamp.append([info.st_size, info.st_mtime_ns])
+        except OSError:
+            stamp.append([-1, -1])
+    return stamp
 
 
 def _count(value: Any) -> bool:
@@ -184,9 +230,12 @@ def _replace(path: Path, data: bytes) -> None:
 
 
 def notices_path() -> Path:
-    import platformdirs  # only when there is a problem to tell
+    folder = state_dir()
+    if folder is None:
+        import platformdirs  # only when there is a problem to tell, off Linux
 
-    return Path(platformdirs.user_state_dir("carryd")) / "hook-notices.json"
+        folder = Path(platformdirs.user_state_dir("carryd"))
+    return folder / "hook-notices.json"
 
 
 def notice_text(text: str) -> str:

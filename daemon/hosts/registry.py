@@ -14,18 +14,22 @@ a host module is imported only when its hook runs.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
-from types import ModuleType
+
+TYPE_CHECKING = False  # not `typing`'s: every hook reads the registry
+if TYPE_CHECKING:
+    from types import ModuleType
 
 __all__ = ["HOSTS", "Host", "event_names"]
 
 
-@dataclass(frozen=True)
 class Host:
     """One host: the module of its adapter and the hook events it answers."""
 
-    module: str
-    events: tuple[str, ...]
+    __slots__ = ("events", "module")
+
+    def __init__(self, module: str, events: tuple[str, ...]) -> None:
+        self.module = module
+        self.events = events
 
     def adapter(self) -> ModuleType:
         """Return the host's module (`EVENTS`, `CLEAR_COMMAND`), imported on first use."""

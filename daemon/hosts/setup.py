@@ -185,7 +185,26 @@ def cmd_setup(args: argparse.Namespace, settings: Settings) -> int:
         _apply_removal(path, final, backup, restored)
     else:
         _apply_setup(host, path, original, backup, final)
+        _offer_instructions(host, project or Path.cwd())
     return 0
+
+
+INSTRUCTIONS_HEADING = "## Hand-off ledger and plan (carryd)"
+
+
+def _offer_instructions(host: Host, project: Path) -> None:
+    """Say how to add the agent's how-to when the project's instruction file lacks it: the
+    hooks' notes state facts, the how-to lives there."""
+    target = project / INSTRUCTION_FILES[host]
+    try:
+        present = INSTRUCTIONS_HEADING in target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        present = False
+    if not present:
+        print(
+            f"{target} has no carryd paragraph on keeping the ledger and plan; add it with: "
+            f"carryd setup {host} --print-instructions >> {shlex.quote(str(target))}"
+        )
 
 
 def _instructions_for(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -146,6 +147,7 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
         "last_verify": (recorded or {}).get("last_verify"),
         "last_error": (recorded or {}).get("last_error"),
         "carries": carries,
+        "hand_off_points": hand_off_points(settings, now),
     }
 
 
@@ -407,7 +409,50 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
         lines.append(
             f"last error: {error['message']} ({error['where']}, {_ago(now - error['at'])} ago)"
         )
+    for session in report.get("hand_off_points") or ():
+        lines.append(
+            f"hand-off ({session['host'] or 'host'} session {session['session'][:12]}, "
+            f"{_ago(session['age_seconds'])} ago): compacts at ~{session['compacts']} tokens "
+            f"({session['source']}), hand-off at {session['hand_off']}, used {session['used']}"
+        )
     lines.append("health: " + ("ok" if report["healthy"] else "; ".join(report["problems"])))
     for step in report.get("next") or ():
         lines.append(f"next: {step}")
     return "\n".join(lines)
+
+
+# The sessions whose hand-off points `carryd status` shows: the newest few of the last day.
+HAND_OFF_SESSIONS_SHOWN = 5
+HAND_OFF_SESSIONS_SECONDS = 24 * 3600
+
+
+def hand_off_points(settings: Settings, now: float) -> list[dict[str, Any]]:
+    """Given the settings, return the hand-off points the hooks judged recent sessions by
+    (newest first): where the host compacts, the hand-off point, the usage and where the
+    compaction point came from, from `<state>/sessions/*.trigger.json`."""
+    folder = settings.state_path / "sessions"
+    found: list[dict[str, Any]] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.endswith(".trigger.json"):
+            continue
+        try:
+            age = now - entry.stat().st_mtime
+            data = json.loads(Path(entry.path).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        point = data.get("point") if isinstance(data, dict) else None
+        if not isinstance(point, dict) or age > HAND_OFF_SESSIONS_SECONDS:
+            continue
+        found.append(
+            {
+                "session": entry.name.removesuffix(".trigger.json"),
+                "age_seconds": round(max(age, 0.0), 1),
+                **{k: point.get(k) for k in ("host", "used", "compacts", "hand_off", "source")},
+            }
+        )
+    found.sort(key=lambda item: float(item["age_seconds"]))
+    return found[:HAND_OFF_SESSIONS_SHOWN]

@@ -425,8 +425,9 @@ def test_pre_compact_holds_an_automatic_compaction_back_once_until_the_ledger_is
 
     assert compact("manual") == {}  # the person asked for it
     held = compact("auto")
-    assert held["decision"] == "block" and str(root / "shop" / "handoff" / "LEDGER.md") in (
-        held["reason"]
+    assert (
+        held["decision"] == "block"
+        and str(root / "shop" / "handoff" / "LEDGER.md") in (held["reason"])
     )
     assert "were not written since" in held["reason"]
     assert compact("auto") == {}  # the next one goes ahead
@@ -493,6 +494,18 @@ def test_codex_stop_gives_the_note_as_the_follow_up_prompt(
 # --- quiet failures -------------------------------------------------------------------------
 
 
+def high_usage_transcript(host: str, path: Path) -> None:
+    """A transcript in the host's format whose usage is past its hand-off point."""
+    if host == "claude-code":
+        claude_transcript(path, "claude-sonnet-4-5", 150000)
+    elif host == "codex":
+        info = {"last_token_usage": {"total_tokens": 230000}, "model_context_window": 272000}
+        event = {"type": "event_msg", "payload": {"type": "token_count", "info": info}}
+        path.write_text(json.dumps(event) + "\n", encoding="utf-8")
+    else:
+        path.write_text(json.dumps({"type": "gemini", "tokens": {"input": 600000}}) + "\n")
+
+
 @pytest.mark.parametrize(
     ("host", "event", "name"),
     [
@@ -513,7 +526,12 @@ def test_an_unmapped_project_is_told_to_the_person_once_and_never_to_the_model(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    stdin = codex_input(name, str(tmp_path / "src" / "elsewhere"), source="startup")
+    """A prompt hook looks the workspace up only when there is something to say: at the
+    crossing of the hand-off point."""
+    transcript = tmp_path / "transcript.jsonl"
+    high_usage_transcript(host, transcript)
+    stdin = codex_input(name, str(tmp_path / "src" / "elsewhere"), str(transcript),
+                        source="startup")  # fmt: skip
     kw = {"monkeypatch": monkeypatch, "capsys": capsys}
     code, first = run(host, event, stdin, "--root", str(root), **kw)
     code2, second = run(host, event, stdin, "--root", str(root), **kw)
@@ -738,26 +756,29 @@ def test_a_session_key_is_a_safe_file_name_for_any_id() -> None:
     assert session_key({}) is None and session_key({"session_id": 7}) is None
 
 
-@pytest.mark.parametrize(
-    "event_stdin",
-    ["statusline", "prompt-submit"],
-)
-def test_the_per_message_hooks_stay_light(event_stdin: str, root: Path) -> None:
-    """The status line and the prompt hook run after every message: they must not load the
-    Markdown parser, the model, SQLite or package metadata (each costs tens of ms)."""
+@pytest.mark.parametrize("event", ["statusline", "prompt-submit", "post-tool-use", "stop"])
+def test_the_per_message_hooks_stay_light(event: str, root: Path) -> None:
+    """The status line, the prompt, tool and stop hooks run after every message or tool call:
+    they must not load the Markdown parser, the model, SQLite or package metadata (each costs
+    tens of ms), and below the hand-off point the prompt, tool and stop hooks load no parser,
+    no logging, no typing and not the full settings either (together more than Python's own
+    start)."""
     import subprocess
 
     cwd = str(root / "shop")
-    stdin = claude_status(cwd, 80) if event_stdin == "statusline" else claude_prompt(cwd)
+    stdin = claude_status(cwd, 30) if event == "statusline" else claude_prompt(cwd)
     probe = (
         "import io, sys\n"
-        "from carryd.daemon.cli.dispatch import main\n"
+        "from carryd.daemon.cli import main\n"
         f"sys.stdin = io.StringIO({stdin!r})\n"
-        f"main(['hook', 'claude-code', {event_stdin!r}, '--root', {str(root)!r}])\n"
+        f"main(['hook', 'claude-code', {event!r}, '--root', {str(root)!r}])\n"
         "heavy = {'markdown_it', 'fastembed', 'onnxruntime', 'sqlite3', 'importlib.metadata',\n"
         "         'numpy', 'watchdog', 'apscheduler'}\n"
         "if sys.platform.startswith('linux'):\n"
         "    heavy.add('platformdirs')\n"
+        f"if {event!r} != 'statusline':\n"
+        "    heavy |= {'argparse', 'logging', 'typing', 'dataclasses', 'carryd.daemon.config',\n"
+        "              'carryd.daemon.layout', 'hashlib', 'tomllib'}\n"
         "print(sorted(heavy & set(sys.modules)))\n"
     )
     done = subprocess.run(
@@ -765,6 +786,56 @@ def test_the_per_message_hooks_stay_light(event_stdin: str, root: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_hooks_settings_are_the_full_settings_for_what_they_read(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hooks' light view reads the same values as `load_settings` (defaults, a config
+    file, a changed file, the root's sources), and anything else comes from the full one."""
+    from carryd.daemon.config import load_settings
+    from carryd.daemon.hosts.hook_settings import hook_settings
+    from carryd.index.errors import CarrydError
+
+    def same(config: str | None, root_arg: str | None) -> None:
+        full, view = load_settings(config, root=root_arg), hook_settings(config, root_arg)
+        for table, names in (
+            ("hooks", ("handoff_threshold", "inline_chars", "bypass_env")),
+            ("index", ("state_dir", "ignore_dirs")),
+            ("carry", ("ledger_file", "plan_file", "sidecar_file")),
+        ):
+            for name in names:
+                assert getattr(getattr(view, table), name) == getattr(getattr(full, table), name)
+        assert (view.root, view.config_file) == (full.root, full.config_file)
+        assert dict(view.workspaces) == dict(full.workspaces)
+        assert view.root_path == full.root_path and view.carry_dir == full.carry_dir
+        assert view.workspace_for(tmp_path / "code" / "api") == full.workspace_for(
+            tmp_path / "code" / "api"
+        )
+        assert view.model.dim == full.model.dim  # read through to the full settings
+        assert view.carry.total_chars == full.carry.total_chars
+
+    same(None, str(root))
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'root = "{root}"\n[hooks]\nhandoff_threshold = 0.6\ninline_chars = 5000\n'
+        f'[carry]\nledger_file = "notes/LEDGER.md"\n[workspaces]\n"{tmp_path / "code"}" = "shop"\n',
+        encoding="utf-8",
+    )
+    same(str(config), None)
+    same(str(config), None)  # from the cache kept beside the notices
+    config.write_text(f'root = "{root}"\n[hooks]\nhandoff_threshold = 0.7\n', encoding="utf-8")
+    os.utime(config, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+    same(str(config), None)  # changed: validated and read again
+    monkeypatch.setenv("CARRYD_ROOT", str(tmp_path))
+    same(str(config), None)
+    config.write_text("[hooks]\nhandoff_threshold = 'high'\n", encoding="utf-8")
+    os.utime(config, ns=(time.time_ns() + 2 * 10**9, time.time_ns() + 2 * 10**9))
+    with pytest.raises(CarrydError) as full_error:
+        load_settings(str(config))
+    with pytest.raises(CarrydError) as view_error:
+        hook_settings(str(config), None)
+    assert str(view_error.value) == str(full_error.value)
 
 
 @pytest.mark.parametrize("xdg", [None, "", "  ", "/srv/cfg"])
@@ -800,3 +871,108 @@ def test_notes_is_never_a_workspace_not_even_inside_a_git_work_tree(
         **kw,
     )  # fmt: skip
     assert "no workspace 'notes'" in line
+
+
+# --- the relay and the hosts' limits, with a real carry ---------------------------------------
+
+
+def write_ledger(root: Path, text: str) -> None:
+    (root / "shop" / "handoff" / "LEDGER.md").write_text(text, encoding="utf-8")
+
+
+def test_codex_session_start_fits_its_hook_limit_in_bytes(
+    root: Path, use_model: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Codex keeps ~2,500 tokens (ceil(bytes / 4)) of a hook's context: a Chinese ledger of
+    9,000 characters is ~27,000 bytes, so the carry is planned down until it fits."""
+    items = "\n".join(
+        f"- 第{i}次尝试：在退款回调里四舍五入，日元金额差一分，失败。" for i in range(300)
+    )
+    write_ledger(
+        root, f"# 交接记录\n\n## 目标\n\n按原币种退款。\n\n## 尝试过的方法和失败原因\n\n{items}\n"
+    )
+    assert main(["carry", "--root", str(root)]) == 0
+    stdin = codex_input("SessionStart", str(root / "shop"), source="startup")
+    kw = {"monkeypatch": monkeypatch, "capsys": capsys}
+    code, out = run("codex", "session-start", stdin, "--root", str(root), **kw)
+    context = context_of(out, "SessionStart") or ""
+    assert code == 0 and context.endswith(f"Full carry: {root / '.carryd' / 'carry' / 'shop.md'}")
+    assert len(context.encode("utf-8")) <= host_codex.MAX_CONTEXT_BYTES
+    code, out = run("claude-code", "session-start", stdin, "--root", str(root), **kw)
+    assert len((context_of(out, "SessionStart") or "").encode("utf-8")) > 9600  # no such limit
+
+
+def test_gemini_after_agent_clears_the_conversation_once_the_hand_off_files_are_fresh(
+    root: Path,
+    tmp_path: Path,
+    use_model: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    write_ledger(root, "# Ledger\n\n## Goal\n\nRefunds in the original currency.\n")
+    assert main(["carry", "--root", str(root)]) == 0
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(json.dumps({"type": "gemini", "tokens": {"input": 450000}}) + "\n")
+    kw = {"monkeypatch": monkeypatch, "capsys": capsys}
+    at = ("--root", str(root))
+    after = gemini_input("AfterAgent", str(root / "shop"), str(chat), prompt="go",
+                         prompt_response="done", stop_hook_active=False)  # fmt: skip
+    assert answer(run("gemini", "after-agent", after, *at, **kw)[1]) == {}  # no note yet
+    before = gemini_input("BeforeAgent", str(root / "shop"), str(chat), prompt="go on")
+    assert context_of(run("gemini", "before-agent", before, *at, **kw)[1], "BeforeAgent")
+    assert answer(run("gemini", "after-agent", after, *at, **kw)[1]) == {}  # ledger not written
+    time.sleep(0.05)
+    write_ledger(root, "# Ledger\n\n## Goal\n\nRefunds in the original currency, JPY too.\n")
+    relay = answer(run("gemini", "after-agent", after, *at, **kw)[1])
+    assert relay["decision"] == "block"
+    assert relay["hookSpecificOutput"] == {"hookEventName": "AfterAgent", "clearContext": True}
+    assert "JPY too" in relay["reason"] and "<" not in relay["reason"]
+    assert answer(run("gemini", "after-agent", after, *at, **kw)[1]) == {}  # once per crossing
+    looping = gemini_input("AfterAgent", str(root / "shop"), str(chat), stop_hook_active=True)
+    assert answer(run("gemini", "after-agent", looping, *at, **kw)[1]) == {}
+
+
+def test_carryd_status_shows_the_hand_off_point_the_hooks_judged_by(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    claude_transcript(transcript, "claude-sonnet-4-5", 100000)
+    kw = {"monkeypatch": monkeypatch, "capsys": capsys}
+    stdin = claude_prompt(str(root / "shop"), str(transcript))
+    run("claude-code", "post-tool-use", stdin, "--root", str(root), **kw)
+    capsys.readouterr()
+    main(["status", "--root", str(root)])
+    text = capsys.readouterr().out
+    assert f"hand-off (claude-code session {SESSION[:12]}" in text
+    assert "compacts at ~167000 tokens (model claude-sonnet-4-5), hand-off at 125250" in text
+    main(["status", "--json", "--root", str(root)])
+    (point,) = json.loads(capsys.readouterr().out)["hand_off_points"]
+    assert (point["used"], point["compacts"], point["hand_off"]) == (100000, 167000, 125250)
+
+
+def test_the_status_line_judges_the_carry_again_only_when_its_files_change(root: Path) -> None:
+    """After the first status line of a session, the next ones (within a few seconds, with
+    the carry, manifest, ledger and plan unchanged) reuse its carry state: no layout, no
+    hashing; a changed ledger is judged again at once."""
+    import subprocess
+
+    stdin = claude_status(str(root / "shop"), 30)
+    probe = (
+        "import io, sys\n"
+        "from carryd.daemon.cli import main\n"
+        f"sys.stdin = io.StringIO({stdin!r})\n"
+        f"main(['hook', 'claude-code', 'statusline', '--root', {str(root)!r}])\n"
+        "print(sorted({'carryd.daemon.layout', 'hashlib'} & set(sys.modules)))\n"
+    )
+
+    def loaded() -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        return list(json.loads(done.stdout.strip().splitlines()[-1].replace("'", '"')))
+
+    assert loaded() == ["carryd.daemon.layout", "hashlib"]  # the first judges
+    assert loaded() == []
+    (root / "shop" / "handoff" / "LEDGER.md").write_text("# Ledger\n", encoding="utf-8")
+    assert loaded() == ["carryd.daemon.layout", "hashlib"]

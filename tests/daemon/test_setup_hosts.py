@@ -173,6 +173,7 @@ def test_setup_and_remove_restore_the_original_bytes(
     settings.parent.mkdir(parents=True)
     settings.write_text(USER_SETTINGS, encoding="utf-8")
     assert main(["setup", "claude-code", "--root", str(memory)]) == 0
+    assert "carryd setup claude-code --print-instructions >>" in capsys.readouterr().out
     after = json.loads(settings.read_text(encoding="utf-8"))
     backup = settings.with_name("settings.json.carryd-backup")
     assert backup.read_text(encoding="utf-8") == USER_SETTINGS
@@ -290,3 +291,19 @@ def test_the_settings_shown_in_docs_are_what_setup_writes() -> None:
     for host in ("claude-code", "codex", "gemini"):
         (block,) = [b for b in shown if host in json.dumps(b)]
         assert block == json.loads(plan_setup(host, None, invocation).text or ""), host
+
+
+def test_setup_offers_the_instructions_only_when_the_project_lacks_them(
+    memory: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    assert main(["setup", "gemini", "--root", str(memory), "--project", str(project)]) == 0
+    assert f"carryd setup gemini --print-instructions >> {project / 'GEMINI.md'}" in (
+        capsys.readouterr().out
+    )
+    assert main(["setup", "gemini", "--print-instructions", "--root", str(memory)]) == 0
+    (project / "GEMINI.md").write_text(capsys.readouterr().out, encoding="utf-8")
+    (project / ".gemini" / "settings.json").unlink()
+    assert main(["setup", "gemini", "--root", str(memory), "--project", str(project)]) == 0
+    assert "--print-instructions" not in capsys.readouterr().out
