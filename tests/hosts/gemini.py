@@ -71,3 +71,18 @@ def function_responses(request: Request) -> dict[str, str]:
             if response:
                 found[response["name"]] = str(response.get("response", {}).get("output", ""))
     return found
+
+
+def carried(carry: str, box: Sandbox, request: Request) -> bool:
+    """Whether the request's hook context holds every line of the carry that has no angle
+    bracket, in order, and the full carry's path."""
+    context = hook_context(request)
+    position = 0
+    for line in carry.splitlines():
+        if "<" in line or ">" in line or not line.strip():
+            continue
+        found = context.find(line, position)
+        if found < 0:
+            return False
+        position = found + len(line)
+    return f"Full carry: {box.carry_path}" in context

@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -66,6 +66,7 @@ class Sandbox:
     home: Path
     api: FakeApi
     model_dir: Path
+    env_extra: dict[str, str] = field(default_factory=dict)  # for every host run
 
     @property
     def root(self) -> Path:
@@ -129,7 +130,7 @@ class Sandbox:
             "no_proxy": "127.0.0.1,localhost",
         }
         (self.home / "tmp").mkdir(exist_ok=True)
-        return {**env, **extra}
+        return {**env, **self.env_extra, **extra}
 
     def carryd(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         """Given CLI arguments, run the installed `carryd` as the person would."""

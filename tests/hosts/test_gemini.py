@@ -13,7 +13,13 @@ import shutil
 import pytest
 
 from tests.hosts.fake_api import Request, ToolCall
-from tests.hosts.gemini import function_responses, gemini, hook_context, write_settings
+from tests.hosts.gemini import (
+    carried,
+    function_responses,
+    gemini,
+    hook_context,
+    write_settings,
+)
 from tests.hosts.sandbox import Sandbox
 
 WINDOW = 1_048_576  # gemini-2.5-flash's input window, as Gemini CLI knows it
@@ -30,21 +36,6 @@ def gemini_box(box: Sandbox) -> Sandbox:
     write_settings(box, compressionThreshold=LATE_COMPRESSION)
     box.setup("gemini")
     return box
-
-
-def carried(carry: str, box: Sandbox, request: Request) -> bool:
-    """Whether the request's hook context holds every line of the carry that has no angle
-    bracket, in order, and the full carry's path."""
-    context = hook_context(request)
-    position = 0
-    for line in carry.splitlines():
-        if "<" in line or ">" in line or not line.strip():
-            continue
-        found = context.find(line, position)
-        if found < 0:
-            return False
-        position = found + len(line)
-    return f"Full carry: {box.carry_path}" in context
 
 
 def test_the_carry_reaches_the_model_after_startup_and_resume(gemini_box: Sandbox) -> None:
