@@ -40,7 +40,7 @@ def claude(box: Sandbox) -> Sandbox:
     return box
 
 
-@pytest.mark.parametrize("source", ["startup", "clear", "compact", "resume"])
+@pytest.mark.parametrize("source", ["startup", "clear", "compact", "resume", "fork"])
 def test_the_carry_reaches_the_model_whole_after_each_source(claude: Sandbox, source: str) -> None:
     box = claude
     with ClaudeSession(box) as session:
@@ -56,9 +56,13 @@ def test_the_carry_reaches_the_model_whole_after_each_source(claude: Sandbox, so
             _, requests = session.send("go on")
         else:
             session.close()
-    if source == "resume":
-        with ClaudeSession(box, "--resume", session.session_id) as resumed:
-            _, requests = resumed.send("go on")
+    if source in ("resume", "fork"):
+        fork = ["--fork-session"] if source == "fork" else []
+        with ClaudeSession(box, "--resume", session.session_id, *fork) as resumed:
+            events, requests = resumed.send("go on")
+        (started,) = [e for e in events if e.get("subtype") == "hook_started"
+                      and e.get("hook_event") == "SessionStart"]  # fmt: skip
+        assert started["hook_name"] == f"SessionStart:{source}"
     assert requests, "Claude Code sent the model nothing"
     assert carried_whole(carry, box.carry_path, requests[0].text), requests[0].text[:3000]
 
@@ -92,6 +96,12 @@ def test_the_prompt_note_comes_once_per_crossing(claude: Sandbox) -> None:
             seen.append((len(requests), note_count(box, requests[-1].text)))
     # (requests for the prompt, notes in the history of its last request)
     assert seen == [(1, 0), (2, 1), (1, 1), (1, 1), (1, 1), (2, 2), (1, 2)]
+    # The person can see what the hooks judged by: the session's compaction point and its source.
+    status = box.carryd("status", "--root", str(box.root), "--json", check=False)
+    (point, *_) = json.loads(status.stdout)["hand_off_points"]
+    assert point["host"] == "claude-code"
+    assert 160_000 <= point["compacts"] <= 170_000  # the 200k auto-compact window less ~33k
+    assert point["hand_off"] == pytest.approx(0.75 * point["compacts"], rel=0.01)
 
 
 def test_a_setup_problem_reaches_the_person_not_the_model(claude: Sandbox) -> None:
