@@ -113,3 +113,16 @@ def test_a_setup_problem_never_reaches_the_model(codex: Sandbox) -> None:
     for request in box.api.main_requests():
         assert "carryd" not in request.text.lower()
         assert str(box.root) not in request.text
+
+
+def test_a_turn_of_tool_calls_gets_the_note_without_a_prompt(codex: Sandbox) -> None:
+    box = codex
+    box.api.input_tokens = NEAR_HANDOFF
+    box.api.script = [ToolCall("exec_command", {"cmd": "true"})] * 3
+    _, _, requests = codex_exec(box, "work through the refund fix")
+    # One prompt; within its tool steps (PostToolUse) the note comes, once. Seen: from the
+    # request after the second step on ([0, 0, 1, 1]), one step later than Claude Code and
+    # Gemini CLI (likely the first step's usage is not in the rollout yet; not established).
+    counts = [note_count(box, request.text) for request in requests]
+    assert len(requests) == 4 and counts[0] == 0 and counts[-1] == 1
+    assert counts == sorted(counts)  # once there, it stays once: never a second note

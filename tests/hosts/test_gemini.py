@@ -124,3 +124,13 @@ def test_the_mcp_recall_tool_answers_from_the_memory(box: Sandbox) -> None:
     answer = json.loads(output[output.index("{") : output.rindex("}") + 1])
     top = answer["hits"][0]
     assert top["path"] == "shop/stripe.md" and "retry three times" in top["l0"]
+
+
+def test_a_turn_of_tool_calls_gets_the_note_without_a_prompt(gemini_box: Sandbox) -> None:
+    box = gemini_box
+    box.api.input_tokens = NEAR_HANDOFF
+    box.api.script = [ToolCall("list_directory", {"dir_path": str(box.project)})] * 2
+    _, requests = gemini(box, "look around the project")
+    # One prompt, three model calls: from the request after the first tool step (AfterTool) on,
+    # the note is in the turn, once.
+    assert [r.text.count(str(box.ledger)) for r in requests] == [0, 1, 1]
