@@ -23,6 +23,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture
 def api() -> Iterator[FakeApi]:
+    """The fake model API, also the hosts' HTTPS proxy: what a host sends elsewhere is refused
+    there (`outside` lists it: seen are the hosts' own update, plugin-catalogue and telemetry
+    hosts, never a model request), so nothing leaves the machine."""
     with FakeApi() as server:
         yield server
 
@@ -35,6 +38,6 @@ def indexed_root(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> P
 
 
 @pytest.fixture
-def box(tmp_path: Path, api: FakeApi, model_dir: Path, indexed_root: Path) -> Sandbox:
+def box(tmp_path: Path, api: FakeApi, use_model: Path, indexed_root: Path) -> Sandbox:
     """A sandbox HOME with an indexed memory root, its carry and its project directory."""
-    return Sandbox(home=tmp_path / "home", api=api, model_dir=model_dir).build(indexed_root)
+    return Sandbox(home=tmp_path / "home", api=api, model_dir=use_model).build(indexed_root)
