@@ -9,11 +9,13 @@ that heads every second turn of *another* conversation carries almost none (in L
 development conversations "Caroline" is in 339 of 826 entries). So what the scope lacks is
 read apart, per question and scope, from two kinds of evidence:
 
-- **by form** (`specific_terms`): a name (a capitalised word that does not open a sentence),
-  an identifier (a word with a digit, an underscore, a camelCase hump or a connector between
-  letters: ``INC-6102``, ``pg-sessions``, ``events.raw.v4``) or a number in the question;
-  absent from every entry in scope, it is absent from every candidate (it may be absent from
-  the whole root: an invented id);
+- **by form** (`specific_terms`): an identifier (a word with a digit, an underscore, a
+  camelCase hump or a connector between letters: ``INC-6102``, ``pg-sessions``,
+  ``events.raw.v4``) or a number in the question that no entry in scope holds (it may be
+  absent from the whole root: an invented id; nothing paraphrases an id), or a name (a
+  capitalised word that does not open a sentence) that the corpus holds and the scope does
+  not (a name the whole root lacks may be a paraphrase: "my plane to Portugal" for a note on
+  the flight to Lisbon);
 - **by distribution**: a term of the question that the corpus holds but the scope does not,
   where the scope would hold it by chance unless the term belongs elsewhere: with the scope
   holding a share ``f`` of the corpus's entries and the term ``d`` entries, the chance that
@@ -69,7 +71,12 @@ _HUMP = re.compile(r"[a-z][A-Z]")
 def specific_terms(query: str) -> tuple[str, ...]:
     """Given a question, return the terms of its names, identifiers and numbers (by form,
     each word's whole term as the tokenizer makes it), in question order."""
-    found: list[str] = []
+    return tuple(term for term, _ in _forms(query))
+
+
+def _forms(query: str) -> tuple[tuple[str, bool], ...]:
+    """(term, is an identifier or number) of each name, identifier and number of a question."""
+    found: list[tuple[str, bool]] = []
     for match in _WORD.finditer(query):
         word = match.group().strip(".:'\"-")
         if not word or not any(character.isalnum() for character in word):
@@ -85,7 +92,7 @@ def specific_terms(query: str) -> tuple[str, ...]:
         if identifier or name:
             made = terms(word)
             if made:
-                found.append(made[0])
+                found.append((made[0], identifier))
     return tuple(dict.fromkeys(found))
 
 
@@ -101,7 +108,8 @@ def absent_terms(
     docstring), in question order."""
     import numpy as np
 
-    specific = set(specific_terms(query)) & set(query_terms)
+    forms = dict(reversed(_forms(query)))  # a term's first form wins
+    specific = {term for term in forms if term in set(query_terms)}
     share = 1.0
     if scope_mask is not None and scope_mask.size:
         share = float(np.count_nonzero(scope_mask)) / scope_mask.size
@@ -116,7 +124,9 @@ def absent_terms(
             continue  # the scope holds it
         if held:
             elsewhere.append(term)
-        if term in specific or (held and (1.0 - share) ** held < CHANCE):
+        if term in specific and (held or forms[term]):
+            out.append(term)  # an identifier the scope lacks, or a name that is elsewhere
+        elif held and (1.0 - share) ** held < CHANCE:
             out.append(term)
     if scope_mask is not None and len(elsewhere) >= SEVERAL:
         chosen = {*out, *elsewhere}

@@ -144,7 +144,7 @@ SEMANTIC_WEIGHTS = (-1.943, 0.251)
 # test MiniLM, every other weight held: the top 50 fused hits of the real questions and of the near
 # misses (each question asked in another workspace: LoCoMo's other conversation, a CMRC workspace
 # of unrelated articles), relevant = overlaps a gold entry (`bench/bench_recall.py --fit`).
-ABSENCE_WEIGHT = -2.335
+ABSENCE_WEIGHT = -2.409
 
 
 @dataclass(frozen=True)

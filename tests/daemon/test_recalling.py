@@ -732,3 +732,27 @@ def test_an_identifier_the_root_never_held_injects_nothing_in_any_scope(indexed:
         )
         assert invented.absent == ("inc-6102",)
         assert invented.hits == ()
+
+
+def test_the_carrys_recalled_memory_reads_the_same_gate(indexed: Any) -> None:
+    # The carry asks its short queries with min_confidence 0 and gates on
+    # carry.memory_min_confidence: the same confidence, absence included, decides.
+    from carryd.daemon.carries.carrying import recall_many
+
+    root = indexed(DIARIES)
+    gate = root.settings.carry.memory_min_confidence
+    assert gate == root.settings.recall.min_confidence
+    elsewhere, _ = recall_many(
+        root.recaller,
+        ["When did Jon go to the gym?", "What did Jon's dentist say?"],
+        workspace="gina",
+        limit=8,
+    )
+    assert elsewhere and all(hit.confidence < gate for hit in elsewhere)
+    own, _ = recall_many(
+        root.recaller,
+        ["When did Gina go to the gym?", "What did Gina's dentist say?"],
+        workspace="gina",
+        limit=8,
+    )
+    assert {hit.l0.split(" — ")[0] for hit in own if hit.confidence >= gate} >= {"Gym", "Dentist"}

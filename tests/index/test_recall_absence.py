@@ -41,7 +41,10 @@ def test_a_name_the_scope_lacks_is_absent_and_one_it_holds_is_not() -> None:
     assert absent_terms(query, terms, postings, ~a) == ("jon",)
     # The whole root holds Jon: nothing is absent there.
     assert absent_terms(query, terms, postings, None) == ()
-    # An invented id is absent everywhere, the whole root included.
+    # A name the whole root lacks may be a paraphrase ("Portugal" for a note on Lisbon) ...
+    trip = "When does my plane to Portugal depart?"
+    assert absent_terms(trip, query_terms(trip), postings_of({"plane": [0]}), a) == ()
+    # ... an invented id is absent everywhere, the whole root included.
     other = "Who was incident commander for INC-6102?"
     assert absent_terms(other, query_terms(other), postings_of({"incident": [0, 4]}), None) == (
         "inc-6102",
