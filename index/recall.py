@@ -111,7 +111,7 @@ class RecallHit:
 class RecallAnswer:
     """A query's answer: only `inject` hits, best first; `degraded` says why an arm is out;
     `absent`: the question's specific terms the scope lacks (`carryd.index.absence`), which
-    lowered every hit's confidence."""
+    lowered every hit's confidence (in process only: the JSON answer's confidences say it)."""
 
     query: str
     workspace: str | None
