@@ -25,9 +25,11 @@ no such entries (see `SEMANTIC_WEIGHTS`). An arm's `ArmEvidence.confidence` is w
 alone says; the hit's `place` is the semantic evidence its confidence read.
 
 So the confidence depends on the query (its terms' IDF, its vector), on the entry (its terms,
-their frequencies, its length, its L0 vector) and on corpus-wide statistics (IDF, the average
-length, the calibration's quantiles) — never on the other candidates, the scope, the limit or
-the ranks, so a hit's confidence is the same whether the query returns 1 or 50 candidates.
+their frequencies, its length, its L0 vector), on corpus-wide statistics (IDF, the average
+length, the calibration's quantiles) and on one thing of the scope: whether it lacks what makes
+the question specific (`ABSENCE_WEIGHT`, `carryd.index.absence`) — never on the other
+candidates, the limit or the ranks, so a hit's confidence is the same whether the query returns
+1 or 50 candidates.
 
 Why log-odds and one model, not a noisy-OR of two per-arm probabilities: the arms are not
 independent (a turn sharing a question's words usually shares its meaning), and a noisy-OR can
@@ -81,8 +83,10 @@ __all__ = [
     "Neighbour",
     "SemanticCalibration",
     "CalibrationSource",
+    "ABSENCE_WEIGHT",
     "COMBINED_WEIGHTS",
     "SEMANTIC_WEIGHTS",
+    "absent_confidence",
     "combined_confidence",
     "CJK_SHARE_UNREADABLE",
     "fuse",
@@ -134,6 +138,13 @@ COMBINED_WEIGHTS = (-4.855, 4.129, 0.674, 0.752)
 # exist (tests/daemon/test_calibrating.py). A lone vote is a hint, not an answer: in conversation
 # memory many turns resemble a question and one of them is the answer.
 SEMANTIC_WEIGHTS = (-1.943, 0.251)
+# The log-odds every hit of an answer loses when the scope lacks what makes the question specific
+# (its names, identifiers, numbers, or terms that belong elsewhere: `carryd.index.absence`), in
+# both arms. Fitted by maximum likelihood on the fitting half of both development sets with the
+# test MiniLM, every other weight held: the top 50 fused hits of the real questions and of the near
+# misses (each question asked in another workspace: LoCoMo's other conversation, a CMRC workspace
+# of unrelated articles), relevant = overlaps a gold entry (`bench/bench_recall.py --fit`).
+ABSENCE_WEIGHT = -2.409
 
 
 @dataclass(frozen=True)
@@ -273,6 +284,18 @@ def _confidence(
     return semantic.confidence if semantic is not None else 0.0
 
 
+def absent_confidence(confidence: float, absent: bool) -> float:
+    """Given a hit's confidence and whether the scope lacks what makes the question specific
+    (`carryd.index.absence`), return the confidence recall decides on: `ABSENCE_WEIGHT` less in
+    log-odds when it does, unchanged when it does not (0 stays 0)."""
+    if not absent or confidence <= 0.0:
+        return confidence
+    if confidence >= 1.0:
+        confidence = 1.0 - 1e-12
+    logit = math.log(confidence / (1.0 - confidence)) + ABSENCE_WEIGHT
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
+
+
 def _decision(confidence: float, min_confidence: float) -> Decision:
     return "inject" if confidence >= min_confidence else "below_threshold"
 
@@ -295,13 +318,15 @@ def fuse(
     limit: int | None = None,
     neighbours: Mapping[str, Sequence[Neighbour]] | None = None,
     places: Mapping[str, float] | None = None,
+    absent: bool = False,
 ) -> tuple[FusedHit, ...]:
     """Given the arms' candidates, return every candidate ranked (best first, ties by id),
     each with its absolute confidence, decision and per-arm evidence.
 
     `places` holds the semantic evidence of every candidate the model reads (id → the cosine's
     place on the calibration's ramp), whether the semantic arm nominated it or not; a candidate
-    without one is judged on its lexical evidence alone.
+    without one is judged on its lexical evidence alone. `absent`: the scope lacks what makes
+    the question specific (`carryd.index.absence`): every confidence falls (`absent_confidence`).
 
     `neighbours` (direct candidate id → its neighbours) turns parent propagation on; it is
     used only when there are fewer than `PROPAGATION_MIN_CANDIDATES` direct candidates.
@@ -328,7 +353,7 @@ def fuse(
         lexical = by_arm.get("lexical")
         semantic = by_arm.get("semantic")
         place = places.get(entry_id) if places is not None else None
-        confidence = _confidence(lexical, semantic, place)
+        confidence = absent_confidence(_confidence(lexical, semantic, place), absent)
         score = sum(item.contribution for item in by_arm.values()) if mode == "rrf" else confidence
         hits.append(
             FusedHit(

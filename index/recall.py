@@ -11,7 +11,9 @@
 3. reads the cosine of **every** candidate the model reads on the calibration's ramp (the
    semantic arm's nominees and the lexical arm's candidates below the floor alike: `_places`),
    the semantic evidence each hit's confidence combines with its lexical evidence;
-4. fuses them in rank space and decides per hit from absolute confidences (`fuse`).
+4. reads what makes the question specific that the scope lacks (`carryd.index.absence`):
+   the evidence of absence every hit's confidence reads, in both arms;
+5. fuses them in rank space and decides per hit from absolute confidences (`fuse`).
 
 The shell (`carryd.daemon.recall.recalling`) reads the store, embeds the query (or passes None: no
 model, or a model that cannot read the query), redacts and serialises; nothing here does IO.
@@ -24,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from carryd.index.absence import absent_terms
 from carryd.index.fusion import (
     Arm,
     ArmCandidate,
@@ -106,12 +109,15 @@ class RecallHit:
 
 @dataclass(frozen=True)
 class RecallAnswer:
-    """A query's answer: only `inject` hits, best first; `degraded` says why an arm is out."""
+    """A query's answer: only `inject` hits, best first; `degraded` says why an arm is out;
+    `absent`: the question's specific terms the scope lacks (`carryd.index.absence`), which
+    lowered every hit's confidence (in process only: the JSON answer's confidences say it)."""
 
     query: str
     workspace: str | None
     degraded: str | None
     hits: tuple[RecallHit, ...]
+    absent: tuple[str, ...] = ()
 
 
 def recall(
@@ -141,16 +147,23 @@ def recall(
         arms.append(semantic)
         places = _places(vector, snapshot, scope, options.calibration, arms)
     neighbours = _neighbours(snapshot, scope.allowed, arms) if options.parent_propagation else None
+    absent = absent_terms(
+        query_terms.text,
+        query_terms.terms,
+        query_terms.postings,
+        None if scope.workspace is None else scope.lexical_mask,
+    )
     fused = fuse(
         arms,
         min_confidence=options.min_confidence,
         k=options.rrf_k,
         neighbours=neighbours,
         places=places,
+        absent=bool(absent),
     )
     chosen = [hit for hit in fused if hit.decision == "inject"][: options.limit]
     hits = tuple(_hit(hit, snapshot.rows[hit.id]) for hit in chosen)
-    return RecallAnswer(query_terms.text, scope.workspace, problem, hits)
+    return RecallAnswer(query_terms.text, scope.workspace, problem, hits, absent)
 
 
 def nearest(

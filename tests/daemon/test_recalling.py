@@ -673,3 +673,86 @@ def test_the_daemons_snapshot_is_kept_out_of_the_collectors_full_passes(indexed:
         assert any(tracked is loaded_later for tracked in gc.get_objects())  # the CLI's
     finally:
         gc.unfreeze()
+
+
+# --- evidence of absence: a question asked in the wrong workspace ---------------------------
+
+# Two diaries sharing their topic words (the gym, a trip, a dentist) but not their people.
+DIARIES = {
+    "jon/diary.md": "# Jon's diary\n\n## Gym\n\nJon went to the gym on Monday morning and lifted "
+    "weights with his trainer for an hour.\n\n## Trip\n\nJon took the night train to Lisbon in "
+    "May and stayed with his cousin.\n\n## Dentist\n\nJon's dentist appointment moved to the "
+    "14th; the filling on the left side hurts when he drinks cold water.\n",
+    "gina/diary.md": "# Gina's diary\n\n## Gym\n\nGina goes to the gym every evening after work "
+    "and swims twenty lengths before the sauna.\n\n## Trip\n\nGina flew to Tokyo for a dance "
+    "festival and bought a kimono for her mother.\n\n## Dentist\n\nGina's dentist said her "
+    "teeth are fine; the next check-up is in six months.\n",
+}
+
+
+def test_a_question_asked_in_a_workspace_without_its_person_injects_nothing(
+    indexed: Any,
+) -> None:
+    root = indexed(DIARIES)
+    question = "When did Jon go to the gym?"
+    # Asked where Jon lives: his gym entry injects.
+    own = root.recaller.answer(question, workspace="jon")
+    assert own.absent == ()
+    assert own.hits and own.hits[0].l0.startswith("Gym")
+    assert own.hits[0].path == "jon/diary.md"
+    # Asked in Gina's workspace, which shares "gym" but has no Jon: nothing injects, and the
+    # answer says what the scope lacks.
+    elsewhere = root.recaller.answer(question, workspace="gina")
+    assert elsewhere.absent == ("jon",)
+    assert elsewhere.hits == ()
+    # Gina's gym entry is still the best candidate there, only less sure than it would be for a
+    # question about Gina: the topic words match, the person does not.
+    ranked = root.recaller.answer(question, workspace="gina", min_confidence=0)
+    theirs = root.recaller.answer(
+        "When did Gina go to the gym?", workspace="gina", min_confidence=0
+    )
+    assert ranked.hits[0].l0.startswith("Gym") and theirs.hits[0].l0.startswith("Gym")
+    assert ranked.hits[0].confidence < theirs.hits[0].confidence
+    assert theirs.absent == () and theirs.hits[0].decision == "inject"
+
+
+def test_an_identifier_the_root_never_held_injects_nothing_in_any_scope(indexed: Any) -> None:
+    root = indexed(
+        {
+            **DIARIES,
+            "jon/incidents.md": "# Incidents\n\n## INC-4471 checkout outage\n\nJon was "
+            "incident commander for INC-4471; the root cause was an expired certificate.\n",
+        }
+    )
+    known = root.recaller.answer("Who was incident commander for INC-4471?", workspace="jon")
+    assert known.hits and "INC-4471" in known.hits[0].l0
+    for workspace in ("jon", None):
+        invented = root.recaller.answer(
+            "Who was incident commander for INC-6102?", workspace=workspace
+        )
+        assert invented.absent == ("inc-6102",)
+        assert invented.hits == ()
+
+
+def test_the_carrys_recalled_memory_reads_the_same_gate(indexed: Any) -> None:
+    # The carry asks its short queries with min_confidence 0 and gates on
+    # carry.memory_min_confidence: the same confidence, absence included, decides.
+    from carryd.daemon.carries.carrying import recall_many
+
+    root = indexed(DIARIES)
+    gate = root.settings.carry.memory_min_confidence
+    assert gate == root.settings.recall.min_confidence
+    elsewhere, _ = recall_many(
+        root.recaller,
+        ["When did Jon go to the gym?", "What did Jon's dentist say?"],
+        workspace="gina",
+        limit=8,
+    )
+    assert elsewhere and all(hit.confidence < gate for hit in elsewhere)
+    own, _ = recall_many(
+        root.recaller,
+        ["When did Gina go to the gym?", "What did Gina's dentist say?"],
+        workspace="gina",
+        limit=8,
+    )
+    assert {hit.l0.split(" — ")[0] for hit in own if hit.confidence >= gate} >= {"Gym", "Dentist"}

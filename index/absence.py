@@ -1,0 +1,140 @@
+"""Given a question, its terms' postings and a scope, return what makes the question specific
+that the scope does not hold: the evidence of absence (pure).
+
+A question asked in the wrong workspace shares its topic words with the workspace ("When did
+Jon go to the gym?" where someone else goes to the gym) and lacks what makes it specific: the
+person, the service, the id, the date. The lexical share (`carryd.index.lexical`) reads the
+missing part as one term among several, weighted by its corpus-wide IDF, and a speaker's name
+that heads every second turn of *another* conversation carries almost none (in LoCoMo's two
+development conversations "Caroline" is in 339 of 826 entries). So what the scope lacks is
+read apart, per question and scope, from two kinds of evidence:
+
+- **by form** (`specific_terms`): an identifier (a word with a digit, an underscore, a
+  camelCase hump or a connector between letters: ``INC-6102``, ``pg-sessions``,
+  ``events.raw.v4``) or a number in the question that no entry in scope holds (it may be
+  absent from the whole root: an invented id; nothing paraphrases an id), or a name (a
+  capitalised word that does not open a sentence) that the corpus holds and the scope does
+  not (a name the whole root lacks may be a paraphrase: "my plane to Portugal" for a note on
+  the flight to Lisbon);
+- **by distribution**: a term of the question that the corpus holds but the scope does not,
+  where the scope would hold it by chance unless the term belongs elsewhere: with the scope
+  holding a share ``f`` of the corpus's entries and the term ``d`` entries, the chance that
+  none of them falls in scope is ``(1 - f)^d``; below `CHANCE` the absence is the term's
+  own (a name heading another conversation's turns, a topic word of another team), not
+  the luck of a rare word; or **several** (`SEVERAL`) terms of the question that the corpus
+  holds and the scope lacks, however rare: a name in a language without capitals (a Chinese
+  name is absent as its characters and their bigrams together), a service and its host. One
+  such word alone is the question's own wording more often than not (on LoCoMo 5% of the real
+  questions hold one, "Which cities has Jon visited?" where only the other conversation says
+  "city"; 0.4% hold two). Measured on the user's corpus: no list of names, no per-set number.
+
+Terms the whole root lacks that are plain words ("educaton", "likely") are not evidence of
+absence: a question is written in its own words, and the lexical share already keeps their
+IDF in its denominator.
+
+What recall does with it (`carryd.index.fusion`, `ABSENCE_WEIGHT`): every hit of the answer, in
+both arms, loses the same log-odds when the scope lacks any of these terms; the carry reads
+the same confidence, so its recalled-memory selection reads the same gate.
+
+Whole root as the scope (no workspace): only the form evidence can speak (nothing is
+"elsewhere").
+
+On the development sets (`bench/bench_recall.py`, both test models, gate 0.03, held-out half):
+LoCoMo questions asked in the other conversation's workspace inject 0.0% with either model
+(1.2% / 3.7% without the absence weight), CMRC questions asked in a workspace of unrelated
+articles 1.2% (9.1%), while gold passing stays 65.4% / 66.7% (it fires on 1.3% of LoCoMo's real
+questions in their own workspace, on none of CMRC's).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from carryd.index.tokenize import terms
+
+if TYPE_CHECKING:
+    import numpy as np
+    from carryd.index.lexical import TermPostings
+
+__all__ = ["CHANCE", "SEVERAL", "absent_terms", "specific_terms"]
+
+# The chance below which a term's absence from the scope is the term's, not luck's.
+CHANCE = 0.01
+# How many terms the corpus holds and the scope lacks make the question another scope's.
+SEVERAL = 2
+
+# A word, for the form rules: a run without spaces, quotes, brackets or CJK (Chinese has no
+# capitals and no spaces: its Latin and digit runs are words, its characters are not).
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_WORD = re.compile(rf"[^\s\"'“”‘’«»()\[\]{{}}<>,;!?，。？！、；：（）·{_CJK}]+")
+_SENTENCE_END = (".", "?", "!", ":", "。", "？", "！")
+_CONNECTED = re.compile(r"[^\W_][_./:\-\\][^\W_]|_")
+_HUMP = re.compile(r"[a-z][A-Z]")
+
+
+def specific_terms(query: str) -> tuple[str, ...]:
+    """Given a question, return the terms of its names, identifiers and numbers (by form,
+    each word's whole term as the tokenizer makes it), in question order."""
+    return tuple(term for term, _ in _forms(query))
+
+
+def _forms(query: str) -> tuple[tuple[str, bool], ...]:
+    """(term, is an identifier or number) of each name, identifier and number of a question."""
+    found: list[tuple[str, bool]] = []
+    for match in _WORD.finditer(query):
+        word = match.group().strip(".:'\"-")
+        if not word or not any(character.isalnum() for character in word):
+            continue
+        before = query[: match.start()].rstrip()
+        opens = not before or before.endswith(_SENTENCE_END)
+        identifier = (
+            any(character.isdigit() for character in word)
+            or _CONNECTED.search(word) is not None
+            or _HUMP.search(word) is not None
+        )
+        name = word[0].isupper() and word[0].isascii() and not opens
+        if identifier or name:
+            made = terms(word)
+            if made:
+                found.append((made[0], identifier))
+    return tuple(dict.fromkeys(found))
+
+
+def absent_terms(
+    query: str,
+    query_terms: Sequence[str],
+    postings: Mapping[str, TermPostings],
+    scope_mask: np.ndarray | None,
+) -> tuple[str, ...]:
+    """Given a question, its distinct terms, the postings of those the index holds and the
+    scope's row mask over the snapshot's entries (None: the whole root), return the terms
+    that make the question specific and that no entry in scope holds (see the module
+    docstring), in question order."""
+    import numpy as np
+
+    forms = dict(reversed(_forms(query)))  # a term's first form wins
+    specific = {term for term in forms if term in set(query_terms)}
+    share = 1.0
+    if scope_mask is not None and scope_mask.size:
+        share = float(np.count_nonzero(scope_mask)) / scope_mask.size
+    out: list[str] = []
+    elsewhere: list[str] = []  # terms the corpus holds and the scope lacks
+    ordered = tuple(dict.fromkeys([*query_terms, *specific]))
+    for term in ordered:
+        posting = postings.get(term)
+        rows = None if posting is None else posting.rows
+        held = 0 if rows is None else int(rows.size)
+        if rows is not None and held and (scope_mask is None or bool(scope_mask[rows].any())):
+            continue  # the scope holds it
+        if held:
+            elsewhere.append(term)
+        if term in specific and (held or forms[term]):
+            out.append(term)  # an identifier the scope lacks, or a name that is elsewhere
+        elif held and (1.0 - share) ** held < CHANCE:
+            out.append(term)
+    if scope_mask is not None and len(elsewhere) >= SEVERAL:
+        chosen = {*out, *elsewhere}
+        return tuple(term for term in ordered if term in chosen)
+    return tuple(out)

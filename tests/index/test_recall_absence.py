@@ -1,0 +1,88 @@
+"""The evidence of absence (`carryd.index.absence`) and how a hit's confidence reads it
+(`carryd.index.fusion.absent_confidence`): pure, no store and no model."""
+
+from __future__ import annotations
+
+import numpy as np
+from carryd.index.absence import CHANCE, absent_terms, specific_terms
+from carryd.index.fusion import ABSENCE_WEIGHT, absent_confidence
+from carryd.index.lexical import TermPostings, query_terms
+
+
+def postings_of(rows_by_term: dict[str, list[int]]) -> dict[str, TermPostings]:
+    return {
+        term: TermPostings(
+            rows=np.asarray(rows, dtype=np.int64), frequencies=np.ones(len(rows), dtype=np.float64)
+        )
+        for term, rows in rows_by_term.items()
+    }
+
+
+def test_names_identifiers_and_numbers_are_what_makes_a_question_specific() -> None:
+    assert specific_terms("When did Jon go to the gym?") == ("jon",)
+    assert specific_terms("Who was incident commander for INC-6102?") == ("inc-6102",)
+    assert specific_terms("What port does query-cache listen on in 2026?") == (
+        "query-cache",
+        "2026",
+    )
+    assert specific_terms("How long is retention on events.raw.v4?") == ("events.raw.v4",)
+    # A sentence's first word is not a name by its capital; plain words are not specific.
+    assert specific_terms("Which gym does she like best? Gym days are long.") == ()
+    assert specific_terms("生命数耗完即算为什么？") == ()
+
+
+def test_a_name_the_scope_lacks_is_absent_and_one_it_holds_is_not() -> None:
+    query = "When did Jon go to the gym?"
+    terms = query_terms(query)
+    # Rows 0-3 are workspace A (Jon's), rows 4-7 workspace B (Gina's); both go to the gym.
+    postings = postings_of({"jon": [0, 1], "gym": [0, 4], "go": [1, 5]})
+    a = np.array([True] * 4 + [False] * 4)
+    assert absent_terms(query, terms, postings, a) == ()
+    assert absent_terms(query, terms, postings, ~a) == ("jon",)
+    # The whole root holds Jon: nothing is absent there.
+    assert absent_terms(query, terms, postings, None) == ()
+    # A name the whole root lacks may be a paraphrase ("Portugal" for a note on Lisbon) ...
+    trip = "When does my plane to Portugal depart?"
+    assert absent_terms(trip, query_terms(trip), postings_of({"plane": [0]}), a) == ()
+    # ... an invented id is absent everywhere, the whole root included.
+    other = "Who was incident commander for INC-6102?"
+    assert absent_terms(other, query_terms(other), postings_of({"incident": [0, 4]}), None) == (
+        "inc-6102",
+    )
+
+
+def test_a_plain_word_is_absent_only_when_it_belongs_elsewhere_not_by_chance() -> None:
+    query = "what did they say about the charity gala"
+    terms = query_terms(query)
+    half = np.array([True] * 10 + [False] * 10)  # the scope holds half the entries
+    # In 7 entries, all outside: (1/2)^7 < CHANCE, the word is the other half's.
+    many = postings_of({"charity": list(range(10, 17)), "gala": [0]})
+    assert 0.5**7 < CHANCE
+    assert absent_terms(query, terms, many, half) == ("charity",)
+    # In 2 entries outside: (1/2)^2 is chance, a rare word says nothing about the scope.
+    few = postings_of({"charity": [11, 12], "gala": [0]})
+    assert absent_terms(query, terms, few, half) == ()
+    # Two such words, however rare, are several: the question is the other half's.
+    two = postings_of({"charity": [11, 12], "gala": [13]})
+    assert absent_terms(query, terms, two, half) == ("charity", "gala")
+    # A Chinese name (no capitals) is absent as its characters and their bigrams together.
+    chinese = "高英是哪位皇帝的皇后？"
+    rows = {term: [15] for term in query_terms(chinese)} | {"皇": [0, 15], "后": [0, 15]}
+    assert absent_terms(chinese, query_terms(chinese), postings_of(rows), half)[:3] == (
+        "高",
+        "英",
+        "是",
+    )
+    # A plain word the whole root lacks is the question's own wording, not evidence.
+    assert absent_terms(query, terms, postings_of({"gala": [0]}), half) == ()
+
+
+def test_absence_lowers_every_confidence_by_the_same_log_odds_and_nothing_else() -> None:
+    assert ABSENCE_WEIGHT < 0
+    for confidence in (0.01, 0.2, 0.6, 0.95):
+        lowered = absent_confidence(confidence, True)
+        assert lowered < confidence
+        shift = np.log(lowered / (1 - lowered)) - np.log(confidence / (1 - confidence))
+        assert abs(shift - ABSENCE_WEIGHT) < 1e-9
+        assert absent_confidence(confidence, False) == confidence
+    assert absent_confidence(0.0, True) == 0.0
