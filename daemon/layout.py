@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from carryd.daemon.errors import ConfigError, UsageError
-from carryd.daemon.state import read_state
+from carryd.daemon.state import read_state, refuse_redirected_state
 from carryd.index.layout import ROOT_LEVEL_DIRS  # not index.entries: markdown-it, ~50 ms
 
 if TYPE_CHECKING:
@@ -95,6 +95,7 @@ def open_store(settings: Settings) -> Store:
     root = settings.root_path
     if not root.is_dir():
         raise ConfigError(f"{root}: the memory root is not a folder; pass --root DIR or fix 'root'")
+    refuse_redirected_state(settings)
     return Store.open(settings.db_path)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from carryd.daemon.files import write_atomic
+from carryd.index.store_file import refuse_linked_folder
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
@@ -24,6 +25,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STATE_FILE = "daemon.json"
+
+
+def refuse_redirected_state(settings: Settings) -> None:
+    """Given settings, raise IndexUnavailable (naming the path) when `<root>/.carryd`, its
+    carry folder or the control socket is a symbolic link or another user's: state stays in
+    the root and belongs to the person running carryd. Every writer checks before it writes
+    (the index and daemon locks, the store, the socket)."""
+    refuse_linked_folder(settings.state_path)
+    refuse_linked_folder(settings.carry_dir, what="carryd's carry folder")
+    refuse_linked_folder(settings.socket_path, what="carryd's control socket")
 
 
 def state_file(settings: Settings) -> Path:

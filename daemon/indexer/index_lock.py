@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from carryd.daemon.state import refuse_redirected_state
 from carryd.index.errors import CarrydError
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ def index_lock(
     """Given settings, hold the root's index lock for the block (waiting for another writer;
     `on_wait(message)` is told once, else the message is logged as a warning). With a
     `timeout` (seconds), IndexBusy is raised when the lock stays taken that long."""
+    refuse_redirected_state(settings)
     path = lock_path(settings)
     with _guard:
         thread_lock = _thread_locks.setdefault(path, threading.RLock())
