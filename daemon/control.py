@@ -36,7 +36,7 @@ from typing import Any, Literal
 from carryd.daemon.errors import UsageError
 from carryd.daemon.state import refuse_redirected_state
 from carryd.index.errors import CarrydError
-from carryd.index.store_file import refuse_linked_folder
+from carryd.index.state_folder import refuse_linked_folder
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from carryd.daemon.files import write_atomic
-from carryd.index.store_file import refuse_linked_folder
+from carryd.index.state_folder import refuse_linked_folder
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
@@ -133,3 +133,27 @@ def read_last_index(settings: Settings) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+# --- the files the last whole-root sync skipped ------------------------------------------
+
+SKIPPED_FILE = "skipped.json"
+
+
+def record_skipped(settings: Settings, skipped: list[dict[str, str]]) -> None:
+    """Given the files a whole-root sync skipped ({path, reason} each), remember them for
+    `carryd status`: a skipped file is named there until it is fixed, not only once on stderr."""
+    try:
+        write_json_atomic(settings.state_path / SKIPPED_FILE, {"at": time.time(), "files": skipped})
+    except OSError as error:
+        log.debug("cannot record the skipped files: %s", error)
+
+
+def read_skipped(settings: Settings) -> list[dict[str, str]]:
+    """Given settings, return the files the last whole-root sync skipped ({path, reason})."""
+    try:
+        data = json.loads((settings.state_path / SKIPPED_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    files = data.get("files") if isinstance(data, dict) else None
+    return [item for item in files if isinstance(item, dict)] if isinstance(files, list) else []

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from carryd.index.errors import IndexCorrupt, IndexUnavailable, describe_os_error
+from carryd.index.state_folder import refuse_linked_folder
 
 if TYPE_CHECKING:  # markdown-it, ~50 ms: the state checks below must stay cheap to import
     from carryd.index.entries import L0Source
@@ -377,33 +378,6 @@ def _create_private(db_path: Path) -> None:
         os.fchmod(descriptor, 0o600)  # the umask may have taken bits from 0600 too
     finally:
         os.close(descriptor)
-
-
-def refuse_linked_folder(folder: Path, *, what: str = "carryd's state folder") -> None:
-    """Given one of carryd's state paths (`.carryd`, its carry folder, the socket), raise
-    IndexUnavailable when it is a symbolic link or belongs to another user: carryd would write
-    the index (and chmod, overwrite or trust what it finds) wherever the link points. An
-    absent path is fine (carryd creates it)."""
-    try:
-        info = os.lstat(folder)
-    except FileNotFoundError:
-        return
-    except OSError as error:
-        raise IndexUnavailable(f"{folder}: {what}: {os_cause(error)}") from error
-    if stat.S_ISLNK(info.st_mode):
-        try:
-            target = f" (to {os.readlink(folder)})"
-        except OSError:
-            target = ""
-        raise IndexUnavailable(
-            f"{folder}: {what} is a symbolic link{target}; carryd keeps its state inside the "
-            f"memory root and does not follow it: remove the link"
-        )
-    if info.st_uid != os.geteuid():
-        raise IndexUnavailable(
-            f"{folder}: {what} belongs to uid {info.st_uid}, not to you (uid {os.geteuid()}); "
-            f"carryd does not use another user's state: remove it or run as its owner"
-        )
 
 
 # What carryd itself creates in its state folder: only these are made private. Anything else

@@ -21,6 +21,7 @@ from carryd.daemon.carries.archive import archive_plans
 from carryd.daemon.carries.carrying import CarryResult, build_workspace_carry, write_carries
 from carryd.daemon.errors import UsageError
 from carryd.daemon.indexer.indexing import sync_root
+from carryd.daemon.indexer.scan import shown
 from carryd.daemon.indexer.verifying import verify_root
 from carryd.daemon.layout import check_workspace, is_workspace, list_workspaces
 from carryd.daemon.progress import Progress, progress_mode
@@ -215,9 +216,8 @@ def cmd_expand(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(answer, ensure_ascii=False, indent=2))
     else:
         for entry in answer["entries"]:
-            print(
-                f"<!-- {entry['id']} {entry['path']}:{entry['line_start']}-{entry['line_end']} -->"
-            )
+            where = f"{shown(entry['path'])}:{entry['line_start']}-{entry['line_end']}"
+            print(f"<!-- {entry['id']} {where} -->")
             print(entry["text"].rstrip("\n"))
             print()
         for item in answer["missing"]:
@@ -272,6 +272,11 @@ def cmd_carry(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if max_chars is not None:
         raise UsageError("--max-chars plans a carry to print: use it with --print")
+    # The carries are planned from the index: bring it up to date first (a stat walk when
+    # nothing changed), so a carry written here reflects the files it then says it is from.
+    report = sync_root(settings)
+    for problem in report.problems:
+        print(f"carryd: skipped {problem.path}: {problem.reason}", file=sys.stderr)
     try:
         results = write_carries(settings, None if workspace is None else [workspace])
     except OSError as error:

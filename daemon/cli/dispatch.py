@@ -118,8 +118,8 @@ def _add_memory_commands(
         "carry",
         parents=[common],
         help="(re)write continuation-carry files",
-        description="Plan and write the carry file of one workspace (or all); --print sends "
-        "one to stdout instead.",
+        description="Sync the index with the files, then plan and write the carry file of one "
+        "workspace (or all); --print sends one to stdout instead.",
     )
     carry.add_argument("--workspace", help="only this workspace")
     carry.add_argument("--print", action="store_true", dest="print_", help="print the carry")

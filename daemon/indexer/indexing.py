@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from carryd.daemon import state
 from carryd.daemon.config import Settings
 from carryd.daemon.indexer.calibrating import refresh_calibration
 from carryd.daemon.indexer.index_lock import index_lock
@@ -67,7 +68,6 @@ from carryd.daemon.indexer.sync_planning import (
     read_changes,
 )
 from carryd.daemon.layout import open_store as open_store
-from carryd.daemon.state import clear_indexing, record_last_index, write_indexing
 from carryd.index.embed import Embedder
 from carryd.index.errors import EmbedderUnavailable, IndexCorrupt
 from carryd.index.store import Batch, Store
@@ -139,11 +139,9 @@ def sync_root(
     """Given the settings (and optionally an open store, an embedder or None for none, the
     relative paths that changed, and `progress(embedded so far, total to embed)`, called once
     before the first embedding batch and after each one), bring the index up to date and return
-    what was done.
-
-    The root's index lock (`indexer.index_lock`) is held for the whole sync: one writer
-    at a time, whichever process it is; a writer that has to wait says so on stderr.
-    """
+    what was done. The root's index lock (`indexer.index_lock`) is held for the whole sync: one
+    writer at a time; a writer that has to wait says so on stderr. A whole-root sync records
+    the files it skipped for `carryd status`."""
     started = time.perf_counter()
     degraded: str | None = None
     model: Embedder | None
@@ -171,10 +169,12 @@ def sync_root(
                 tracker.finished()
                 raise
             tracker.finished()
+            if paths is None:
+                state.record_skipped(settings, [problem.to_json() for problem in report.problems])
             if isinstance(embedder, LoadModel) and (report.embedded or report.degraded):
                 # What this run learnt about the model: status reads it when no daemon runs.
                 identity = model.identity if model is not None else None
-                record_last_index(
+                state.record_last_index(
                     settings,
                     identity=model_identity_text(settings, identity),
                     degraded=report.degraded,
@@ -257,7 +257,7 @@ class _Progress:
         if batches <= 1:
             return  # one transaction: nothing half-built for status to see
         self._recorded = True  # once per batch: a few hundred embeddings apart
-        write_indexing(
+        state.write_indexing(
             self._settings,
             {
                 "pid": os.getpid(),
@@ -273,7 +273,7 @@ class _Progress:
     def finished(self) -> None:
         """The sync ended (or failed and its process goes on): no run is in progress. Under
         the index lock any record left is this run's or a dead run's, so it always goes."""
-        clear_indexing(self._settings)
+        state.clear_indexing(self._settings)
         self._recorded = False
 
 

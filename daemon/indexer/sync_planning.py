@@ -23,6 +23,7 @@ from carryd.daemon.indexer.scan import (
     ScanResult,
     in_scope,
     is_markdown,
+    odd_name,
     read_markdown,
     scan_paths,
     scan_root,
@@ -160,7 +161,8 @@ def _on_disk(
     if paths is None:
         return scan_root(root, settings.index), store.file_records()
     wanted = relative_paths(root, paths)
-    scan = scan_paths(root, wanted, settings.index)
+    scan = scan_paths(root, wanted, settings.index)  # names an odd name as a problem
+    wanted = [path for path in wanted if odd_name(path) is None]  # never a key of the index
     scope = {path for path in wanted if is_markdown(path) and in_scope(path, settings.index)}
     for path in wanted:
         scope.update(store.file_paths_under(path))

@@ -29,7 +29,13 @@ from carryd.daemon.indexer.calibrating import stored_calibration
 from carryd.daemon.indexer.model import load_embedder_for, model_cache_dir, model_identity_text
 from carryd.daemon.indexer.model_fetch import guard_for, local_clock
 from carryd.daemon.layout import carry_report, list_workspaces
-from carryd.daemon.state import pid_alive, read_indexing, read_last_index, read_state
+from carryd.daemon.state import (
+    pid_alive,
+    read_indexing,
+    read_last_index,
+    read_skipped,
+    read_state,
+)
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
@@ -142,6 +148,7 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
         "indexing": indexing,
         "counts": counts,
         "calibration": calibration,
+        "skipped": read_skipped(settings),
         "last_sync": (recorded or {}).get("last_sync"),
         "last_verify": (recorded or {}).get("last_verify"),
         "last_error": (recorded or {}).get("last_error"),
@@ -318,11 +325,8 @@ def _problems(
         elif carry["damaged"]:
             problems.append(f"carry {carry['workspace']}: damaged ({carry['damaged']})")
         elif carry["stale"]:
-            source = carry["newest_source"]["path"]
-            problems.append(
-                f"carry {carry['workspace']}: stale ({source} is newer by "
-                f"{carry['behind_seconds']} s)"
-            )
+            source = carry.get("changed_source")
+            problems.append(f"carry {carry['workspace']}: stale ({source} changed since)")
         elif carry["fallback"]:
             problems.append(f"carry {carry['workspace']}: fallback ({carry['reason']})")
     return problems
@@ -339,6 +343,9 @@ def _ago(seconds: float | None) -> str:
     if seconds < 172800:
         return f"{seconds / 3600:.1f}h"
     return f"{seconds / 86400:.1f}d"
+
+
+SKIPPED_SHOWN = 10
 
 
 def render_text(report: dict[str, Any], *, now: float) -> str:
@@ -366,6 +373,11 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
             f"index: {counts.get('files', 0)} files, {counts.get('entries', 0)} entries, "
             f"{counts.get('vectors', 0)} vectors"
         )
+    skipped = report.get("skipped") or []
+    for item in skipped[:SKIPPED_SHOWN]:
+        lines.append(f"skipped: {item.get('path')}: {item.get('reason')}")
+    if len(skipped) > SKIPPED_SHOWN:
+        lines.append(f"skipped: {len(skipped) - SKIPPED_SHOWN} more (`carryd status --json`)")
     calibration = report.get("calibration")
     if calibration:
         lines.append(
@@ -389,9 +401,7 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
             continue
         flags = []
         if carry["stale"]:
-            flags.append(
-                f"STALE: {carry['newest_source']['path']} newer by {carry['behind_seconds']} s"
-            )
+            flags.append(f"STALE: {carry.get('changed_source')} changed since it was written")
         if carry["fallback"]:
             flags.append(f"FALLBACK: {carry['reason']}")
         if carry.get("unrecognised_sections"):
