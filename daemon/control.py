@@ -374,7 +374,7 @@ def bind_socket(path: Path) -> socket.socket:
     (the caller holds the daemon lock, so that would be another root's misconfiguration).
     """
     refuse_linked_folder(path.parent)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, exist_ok=True)  # in the root; never the root itself
     if path.exists() or path.is_symlink():
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise ControlError(f"{path}: exists and is not a socket; remove it and start again")

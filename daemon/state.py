@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from carryd.daemon.files import write_atomic
+from carryd.index.errors import IndexUnavailable
 from carryd.index.state_folder import refuse_linked_folder
 
 if TYPE_CHECKING:
@@ -32,6 +33,11 @@ def refuse_redirected_state(settings: Settings) -> None:
     carry folder or the control socket is a symbolic link or another user's: state stays in
     the root and belongs to the person running carryd. Every writer checks before it writes
     (the index and daemon locks, the store, the socket)."""
+    if not settings.root_path.is_dir():
+        raise IndexUnavailable(
+            f"{settings.root_path}: the memory root is not a folder (moved, deleted or never "
+            f"made); carryd does not create it: pass --root DIR, or `carryd init DIR` for a new one"
+        )
     refuse_linked_folder(settings.state_path)
     refuse_linked_folder(settings.carry_dir, what="carryd's carry folder")
     refuse_linked_folder(settings.socket_path, what="carryd's control socket")
@@ -44,7 +50,7 @@ def state_file(settings: Settings) -> Path:
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     """Given a path and a JSON object, replace the file in one step."""
     text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
-    write_atomic(path, text.encode("utf-8"))
+    write_atomic(path, text.encode("utf-8"), parents=False)
 
 
 def read_state(settings: Settings) -> dict[str, Any] | None:

@@ -93,14 +93,14 @@ def write_built_carry(settings: Settings, built: BuiltCarry) -> CarryResult:
     if built.inline_text is not None:
         inline_data = built.inline_text.encode("utf-8")
         if _read_existing(inline_file) != inline_data:
-            write_atomic(inline_file, inline_data)
+            write_atomic(inline_file, inline_data, parents=False)
     else:
         with contextlib.suppress(FileNotFoundError):
             inline_file.unlink()
     if changed:
-        write_atomic(carry_path, data)
+        write_atomic(carry_path, data, parents=False)
     if changed or _manifest_outdated(manifest_path, manifest):
-        write_atomic(manifest_path, _manifest_bytes(manifest))
+        write_atomic(manifest_path, _manifest_bytes(manifest), parents=False)
     return CarryResult(
         workspace=built.workspace,
         path=carry_path,

@@ -106,7 +106,8 @@ def index_lock(
 def _acquire(
     path: Path, purpose: str, on_wait: Callable[[str], None] | None, timeout: float | None
 ) -> int:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # carryd's state is private
+    # carryd's state is private, and made inside the root: never the root itself (parents).
+    path.parent.mkdir(mode=0o700, exist_ok=True)
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         try:

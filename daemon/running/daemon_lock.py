@@ -31,7 +31,7 @@ class DaemonLock:
 
     def acquire(self) -> None:
         refuse_redirected_state(self.settings)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, exist_ok=True)  # in the root; never the root itself
         descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
