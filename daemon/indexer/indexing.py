@@ -30,12 +30,11 @@ Counts (`SyncReport`, the `carryd index --json` keys):
 - `degraded`  null, or why no vectors could be made (the index still gets entries + postings);
 - `problems`  files skipped, each with its path and reason (also printed to stderr).
 
-A model identity change (another model, file, dim, pooling or prefix) re-embeds every entry; the
-vectors of the old identity are dropped after a copy of the index is kept as
-`index.sqlite.old-model-<UTC>`; the report's notes and the log say so once. A new
-`TOKENIZER_VERSION` re-reads every file and recomputes every posting (nothing is re-embedded).
-Checking and repairing the index is `indexer.verifying`; steps 1-3 (reading, diffing,
-planning) are `indexer.sync_planning`; this module applies the plan and records progress.
+A model identity change (another model, file, dim, pooling or prefix) that loads re-embeds
+every entry; the old identity's vectors are dropped after a copy is kept as
+`index.sqlite.old-model-<UTC>` (the notes say so once); one that cannot load keeps them and the
+run degrades (`usable_model`). A new `TOKENIZER_VERSION` recomputes every posting. Checking and
+repairing is `indexer.verifying`; steps 1-3 are `indexer.sync_planning`.
 """
 
 from __future__ import annotations
@@ -66,6 +65,7 @@ from carryd.daemon.indexer.sync_planning import (
     entry_changes,
     plan_sync,
     read_changes,
+    usable_model,
 )
 from carryd.daemon.layout import open_store as open_store
 from carryd.index.embed import Embedder
@@ -286,12 +286,12 @@ def _sync(
     tracker: _Progress,
 ) -> SyncReport:
     """Given an open store, bring it up to date: read what changed, plan, then apply."""
-    # A new tokenizer makes every posting stale, and postings need the text: re-read it all.
     lexicon_stale = store.meta("tokenizer") != str(TOKENIZER_VERSION)
-    if lexicon_stale and store.counts()["entries"]:
+    if lexicon_stale and store.counts()["entries"]:  # postings need the text: re-read it all
         log.info("tokenizer version changed: recomputing every entry's postings")
         paths = None
     work = read_changes(settings, store, paths, lexicon_stale=lexicon_stale)
+    embedder, degraded = usable_model(store, embedder, degraded)  # never drops vectors for it
     changes = entry_changes(store, work, embedder, lexicon_stale=lexicon_stale)
     notes, sync_plan = plan_sync(store, work, changes, embedder, lexicon_stale=lexicon_stale)
     applied = _apply_sync(settings, store, sync_plan, embedder, degraded, tracker)

@@ -29,6 +29,7 @@ from carryd.daemon.indexer.scan import (
     scan_root,
 )
 from carryd.index.entries import Entry, parse_entries
+from carryd.index.errors import EmbedderUnavailable
 from carryd.index.redact import redact
 from carryd.index.sync import (
     EntryDiff,
@@ -271,6 +272,31 @@ def plan_sync(
         expects_vectors=bool(diff.new or diff.changed or catch_up),
         retokenized=lexicon_stale,
     )
+
+
+def usable_model(
+    store: Store, embedder: Embedder | None, degraded: str | None
+) -> tuple[Embedder | None, str | None]:
+    """Given the store and the model a sync would use (maybe not loaded yet), return it, or
+    (None, why) when it is another model than the index's vectors and cannot be loaded: a
+    model that cannot load must never cost the vectors of the one that built the index (one
+    `carryd index` from a shell without CARRYD_MODEL_PATH used to drop them all)."""
+    if embedder is None or store.meta("vectors_complete") == embedder.identity.key():
+        return embedder, degraded
+    others = {k: n for k, n in store.vector_identities().items() if k != embedder.identity.key()}
+    load = getattr(embedder, "load", None)
+    if not others or load is None:
+        return embedder, degraded
+    try:
+        load()
+    except EmbedderUnavailable as error:
+        kept = ", ".join(identity_name(key) for key in sorted(others))
+        return None, (
+            f"{error} (the index's {sum(others.values())} vectors of {kept} are kept; they are "
+            f"used again once that model loads: point CARRYD_MODEL_PATH or model.model_path "
+            f"at it)"
+        )
+    return embedder, degraded
 
 
 def identity_change(store: Store, embedder: Embedder, others: dict[str, int]) -> str:
