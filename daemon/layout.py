@@ -48,6 +48,7 @@ __all__ = [
     "check_carry",
     "carry_report",
     "carry_state",
+    "check_root",
     "check_workspace",
     "is_workspace",
     "list_workspaces",
@@ -88,6 +89,37 @@ def check_workspace(settings: Settings, workspace: str) -> None:
         raise UsageError(f"{workspace!r} is not a workspace name (a top-level folder of the root)")
     if not (settings.root_path / workspace).is_dir():
         raise UsageError(f"{settings.root_path / workspace}: no such workspace folder")
+
+
+_ROOT_PROBE_FOLDERS = 2000  # enough to find a note; a mistyped `--root ~` is not walked whole
+
+
+def check_root(settings: Settings) -> None:
+    """Given settings, raise ConfigError unless the root is a folder that holds Markdown or
+    carryd's state folder: a mistyped `--root ~/memroy` must be an error naming it, not an
+    empty root made in passing (`carryd init DIR` is how a new root is asked for)."""
+    root = settings.root_path
+    fix = f"pass --root DIR (the memory root), or `carryd init {root}` to start a new root there"
+    if not root.is_dir():
+        what = "is not a folder" if root.exists() else "does not exist"
+        raise ConfigError(f"{root}: the memory root {what}; {fix}")
+    if (root / settings.index.state_dir).is_dir() or _holds_markdown(settings):
+        return
+    raise ConfigError(
+        f"{root}: holds no Markdown file and no {settings.index.state_dir}/, so it is not a "
+        f"memory root yet; {fix}"
+    )
+
+
+def _holds_markdown(settings: Settings) -> bool:
+    skip = {settings.index.state_dir, *settings.index.ignore_dirs}
+    for count, (_, subdirs, files) in enumerate(os.walk(settings.root_path)):
+        if any(name.lower().endswith(".md") for name in files):
+            return True
+        if count >= _ROOT_PROBE_FOLDERS:
+            return False
+        subdirs[:] = [d for d in subdirs if d not in skip and not d.startswith(".")]
+    return False
 
 
 def open_store(settings: Settings) -> Store:
