@@ -22,8 +22,7 @@ whichever process runs it (the daemon, `carryd index`, a repair). A sync that co
 several batches records its progress in `<state>/indexing.json` for `carryd status`.
 
 Counts (`SyncReport`, the `carryd index --json` keys):
-- `files`     Markdown files in the index after the run;
-- `entries`   entries in the index after the run;
+- `files`, `entries`  Markdown files and entries in the index after the run;
 - `embedded`  L0 abstracts embedded in this run;
 - `removed`   entries removed in this run (an entry whose id changed counts as removed + new);
 - `unchanged` files skipped as unchanged in this run (same stat, or same sha256);
@@ -348,16 +347,17 @@ def _apply_sync(
 ) -> _Applied:
     """Given the plan, embed and commit it one batch of whole files at a time (an interrupted
     sync keeps every file it committed). Right before each commit, every file read for it is
-    checked again: one that changed since it was read keeps its old record (its entries are
-    committed, the record is not), so the next sync, or `_sync_settled` at once, reads it again.
-
-    With several batches (a cold index), batch N is committed on a writer thread while batch
-    N+1 embeds: onnxruntime and SQLite both let go of the GIL, so the sync's own SQLite work
-    (~40% of what is not embedding) hides behind the model instead of adding to it. One commit
-    at a time, in order; an error in one is raised here, and an interrupted sync still waits
-    for the commit in flight."""
+    checked again: one that changed since it was read keeps its old record, so the next sync,
+    or `_sync_settled` at once, reads it again. With several batches, batch N is committed on
+    a writer thread while batch N+1 embeds (onnxruntime and SQLite both let go of the GIL). A
+    model that cannot load is known before progress shows ("embedding 0/34" of no model)."""
     identity_key = sync_plan.identity_key
     batches = _batches(sync_plan.files)
+    if embedder is not None and degraded is None and sync_plan.to_embed:
+        try:
+            getattr(embedder, "load", lambda: None)()
+        except EmbedderUnavailable as error:
+            degraded = str(error)
     embedding = embedder is not None and degraded is None
     total = sync_plan.to_embed if embedding else 0
     files_total = sum(1 for work in sync_plan.files if work.record or work.delete_file)

@@ -266,8 +266,9 @@ def _indexing_section(settings: Settings, now: float) -> dict[str, Any] | None:
 
 def _indexing_text(indexing: dict[str, Any]) -> str:
     counts = (
-        f"{indexing.get('embedded')} of {indexing.get('to_embed')} entries embedded, "
-        f"{indexing.get('files_committed')} of {indexing.get('files_to_commit')} files committed"
+        f"this run has embedded {indexing.get('embedded')} of the {indexing.get('to_embed')} "
+        f"entries it embeds, committed {indexing.get('files_committed')} of "
+        f"{indexing.get('files_to_commit')} files"
     )
     if indexing["running"]:
         return f"indexing in progress (pid {indexing.get('pid')}): {counts}; the index is partial"
@@ -371,7 +372,7 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
     else:
         lines.append(
             f"index: {counts.get('files', 0)} files, {counts.get('entries', 0)} entries, "
-            f"{counts.get('vectors', 0)} vectors"
+            f"{counts.get('vectors', 0)} of them with a vector"
         )
     skipped = report.get("skipped") or []
     for item in skipped[:SKIPPED_SHOWN]:
@@ -417,7 +418,12 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
         lines.append(
             f"last error: {error['message']} ({error['where']}, {_ago(now - error['at'])} ago)"
         )
-    lines.append("health: " + ("ok" if report["healthy"] else "; ".join(report["problems"])))
+    # The model's reason (often several hundred characters) is on the model line; once is enough.
+    problems = [
+        "model degraded (see the model line)" if problem.startswith("model degraded:") else problem
+        for problem in report["problems"]
+    ]
+    lines.append("health: " + ("ok" if report["healthy"] else "; ".join(problems)))
     for step in report.get("next") or ():
         lines.append(f"next: {step}")
     return "\n".join(lines)
