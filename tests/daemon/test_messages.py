@@ -91,3 +91,4 @@ def test_recall_without_a_model_says_why_not_run_index(root: Path, tmp_path: Pat
     degraded = json.loads(result.stdout)["degraded"]
     assert "downloads are off" in degraded
     assert "run `carryd index`" not in degraded
+    assert "run `carryd index`" not in result.stderr  # nor in a warning beside it
