@@ -38,13 +38,25 @@ if TYPE_CHECKING:
 
 # --- index, verify ------------------------------------------------------------------------
 
+# A sync parsing at least this many changed files shows its parsing too (a cold root of
+# thousands of entries parses for many seconds before the first embedding line).
+PARSE_PROGRESS_FROM = 100
+
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     """`carryd index [--json]`: sync once, showing progress on stderr (none with --json); exit 0
     (also when degraded or files were skipped)."""
     mode = progress_mode(as_json=getattr(args, "json", False))
-    with Progress("embedding", mode=mode) as progress:
-        report = sync_root(settings, progress=progress)
+    with (
+        Progress("parsing", mode=mode, unit="files") as parsing,
+        Progress("embedding", mode=mode) as progress,
+    ):
+
+        def parse_progress(done: int, total: int) -> None:
+            if total >= PARSE_PROGRESS_FROM:  # a few files parse in a blink: no line for them
+                parsing(done, total)
+
+        report = sync_root(settings, progress=progress, parse_progress=parse_progress)
     for note in report.notes:
         print(f"carryd: {note}", file=sys.stderr)
     for problem in report.problems:

@@ -41,7 +41,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import os
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -66,6 +65,7 @@ from carryd.daemon.indexer.sync_planning import (
     read_changes,
     usable_model,
 )
+from carryd.daemon.indexer.sync_progress import SyncProgress
 from carryd.daemon.layout import open_store as open_store
 from carryd.index.embed import Embedder
 from carryd.index.errors import EmbedderUnavailable, IndexCorrupt
@@ -134,6 +134,7 @@ def sync_root(
     embedder: Embedder | None | LoadModel = LOAD,
     paths: Iterable[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    parse_progress: Callable[[int, int], None] | None = None,
 ) -> SyncReport:
     """Given the settings (and optionally an open store, an embedder or None for none, the
     relative paths that changed, and `progress(embedded so far, total to embed)`, called once
@@ -150,7 +151,7 @@ def sync_root(
         model = embedder
         if model is None:
             degraded = "no embedding model was given"
-    tracker = _Progress(settings, progress)
+    tracker = SyncProgress(settings, progress, parse_progress)
     with index_lock(settings):
         own_store = store is None
         active = open_store(settings) if store is None else store
@@ -192,7 +193,7 @@ def _sync_settled(
     embedder: Embedder | None,
     degraded: str | None,
     paths: Iterable[str] | None,
-    tracker: _Progress,
+    tracker: SyncProgress,
 ) -> SyncReport:
     """Given what to sync, sync it; then sync again the files that changed between being read
     and being committed (their file rows were held back), a few times at most."""
@@ -237,52 +238,13 @@ def merged(first: SyncReport, again: SyncReport) -> SyncReport:
     )
 
 
-class _Progress:
-    """A sync's progress: the caller's callback, and `<state>/indexing.json` for `carryd
-    status` while a sync that commits in several batches runs (removed when it finishes, so
-    one left behind by a dead pid is an interrupted index)."""
-
-    def __init__(self, settings: Settings, callback: Callable[[int, int], None] | None) -> None:
-        self._settings = settings
-        self._callback = callback
-        self._recorded = False
-        self._started = time.time()
-
-    def update(
-        self, *, embedded: int, total: int, files_done: int, files: int, batches: int
-    ) -> None:
-        if self._callback is not None:
-            self._callback(embedded, total)
-        if batches <= 1:
-            return  # one transaction: nothing half-built for status to see
-        self._recorded = True  # once per batch: a few hundred embeddings apart
-        state.write_indexing(
-            self._settings,
-            {
-                "pid": os.getpid(),
-                "started_at": self._started,
-                "updated_at": time.time(),
-                "embedded": embedded,
-                "to_embed": total,
-                "files_committed": files_done,
-                "files_to_commit": files,
-            },
-        )
-
-    def finished(self) -> None:
-        """The sync ended (or failed and its process goes on): no run is in progress. Under
-        the index lock any record left is this run's or a dead run's, so it always goes."""
-        state.clear_indexing(self._settings)
-        self._recorded = False
-
-
 def _sync(
     settings: Settings,
     store: Store,
     embedder: Embedder | None,
     degraded: str | None,
     paths: Iterable[str] | None,
-    tracker: _Progress,
+    tracker: SyncProgress,
 ) -> SyncReport:
     """Given an open store, bring it up to date: read what changed, plan, then apply."""
     lexicon_stale = store.meta("tokenizer") != str(TOKENIZER_VERSION)
@@ -291,7 +253,9 @@ def _sync(
         paths = None
     work = read_changes(settings, store, paths, lexicon_stale=lexicon_stale)
     embedder, degraded = usable_model(store, embedder, degraded)  # never drops vectors for it
-    changes = entry_changes(store, work, embedder, lexicon_stale=lexicon_stale)
+    changes = entry_changes(
+        store, work, embedder, lexicon_stale=lexicon_stale, on_parsed=tracker.parsed
+    )
     notes, sync_plan = plan_sync(store, work, changes, embedder, lexicon_stale=lexicon_stale)
     applied = _apply_sync(settings, store, sync_plan, embedder, degraded, tracker)
     totals = store.counts()
@@ -343,7 +307,7 @@ def _apply_sync(
     sync_plan: SyncPlan,
     embedder: Embedder | None,
     degraded: str | None,
-    tracker: _Progress,
+    tracker: SyncProgress,
 ) -> _Applied:
     """Given the plan, embed and commit it one batch of whole files at a time (an interrupted
     sync keeps every file it committed). Right before each commit, every file read for it is

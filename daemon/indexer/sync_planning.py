@@ -13,7 +13,7 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -172,11 +172,20 @@ def _on_disk(
 
 
 def entry_changes(
-    store: Store, work: Work, embedder: Embedder | None, *, lexicon_stale: bool
+    store: Store,
+    work: Work,
+    embedder: Embedder | None,
+    *,
+    lexicon_stale: bool,
+    on_parsed: Callable[[int, int], None] | None = None,
 ) -> EntryChanges:
     """Given the texts to parse, return their entries diffed against the stored ones (a
-    duplicate id is a problem appended to `work`)."""
-    parsed = {path: parse_entries(path, text) for path, text in work.texts.items()}
+    duplicate id is a problem appended to `work`); `on_parsed(done, total)` after each file."""
+    parsed: dict[str, tuple[Entry, ...]] = {}
+    for number, (path, text) in enumerate(work.texts.items(), start=1):
+        parsed[path] = parse_entries(path, text)
+        if on_parsed is not None:
+            on_parsed(number, len(work.texts))
     reparsed = set(parsed) | set(work.deleted_files)
     old_rows = store.rows_for_paths(sorted(reparsed)) if reparsed else []
     all_ids = [entry.id for entries in parsed.values() for entry in entries]
