@@ -26,6 +26,7 @@ import os
 import selectors
 import socket
 import stat
+import struct
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -33,7 +34,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from carryd.daemon.errors import UsageError
+from carryd.daemon.state import refuse_redirected_state
 from carryd.index.errors import CarrydError
+from carryd.index.state_folder import refuse_linked_folder
 
 log = logging.getLogger(__name__)
 
@@ -106,14 +109,16 @@ def request(
     the in-process path would.
     """
     path = Path(settings.socket_path)
-    if not path.exists():
+    if not os.path.lexists(path):
         return None
+    refuse_redirected_state(settings)  # a linked or foreign `.carryd` or socket: named, refused
     try:
         sock = _connect(path, min(timeout, CONNECT_TIMEOUT))
     except OSError as error:
         log.debug("no daemon at %s: %s", path, error)
         return None
     try:
+        _refuse_foreign_peer(sock, path)
         sock.settimeout(timeout)
         line = json.dumps({"method": method, "params": dict(params)}, ensure_ascii=False)
         sock.sendall(line.encode("utf-8") + b"\n")
@@ -143,6 +148,22 @@ def request(
         raise CarrydError(text)
     log.warning("daemon at %s failed on %r: %s; working in-process", path, method, text)
     return None
+
+
+def _refuse_foreign_peer(sock: socket.socket, path: Path) -> None:
+    """Given a connected socket, raise ControlError unless the process serving it runs as
+    this user (SO_PEERCRED; where the platform has none, the socket file's owner, checked
+    before, is the guard): another user's process must not answer recall or expand."""
+    if not hasattr(socket, "SO_PEERCRED"):
+        return
+    credentials = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid, uid, _gid = struct.unpack("3i", credentials)
+    if uid != os.geteuid():
+        raise ControlError(
+            f"{path}: the process answering carryd's control socket (pid {pid}) runs as uid "
+            f"{uid}, not as you (uid {os.geteuid()}); carryd does not trust its answers: stop "
+            f"it, or remove the socket"
+        )
 
 
 def _read_line(sock: socket.socket) -> bytes | None:
@@ -352,7 +373,8 @@ def bind_socket(path: Path) -> socket.socket:
     A socket file nobody listens on (a crashed daemon's) is replaced; a live one is not
     (the caller holds the daemon lock, so that would be another root's misconfiguration).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    refuse_linked_folder(path.parent)
+    path.parent.mkdir(mode=0o700, exist_ok=True)  # in the root; never the root itself
     if path.exists() or path.is_symlink():
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise ControlError(f"{path}: exists and is not a socket; remove it and start again")

@@ -12,15 +12,17 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
+def write_atomic(path: Path, data: bytes, *, mode: int | None = None, parents: bool = True) -> None:
     """Given a path and bytes, write them via a temp file in the same folder, fsync, and
     `os.replace`; then fsync the folder so the rename survives a crash.
 
     `mode` sets the new file's permission bits; None keeps an existing file's bits (a user's
     PLAN.md stays as it was) and gives a new file 0600 (carryd's own state is owner-only).
+    `parents=False` creates the file's folder but never its ancestors: carryd's state goes
+    into a root that exists, and a root deleted under the daemon is not brought back.
     """
     if not path.parent.is_dir():
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=parents, exist_ok=True)
         # A new folder takes its parent's permissions (inside `.carryd/`, 0700), not the umask's.
         with contextlib.suppress(OSError):
             os.chmod(path.parent, path.parent.parent.stat().st_mode & 0o777)

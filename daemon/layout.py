@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from carryd.daemon.errors import ConfigError, UsageError
-from carryd.daemon.state import read_state
+from carryd.daemon.state import read_state, refuse_redirected_state
 from carryd.index.layout import ROOT_LEVEL_DIRS  # not index.entries: markdown-it, ~50 ms
 
 if TYPE_CHECKING:
@@ -48,9 +48,12 @@ __all__ = [
     "check_carry",
     "carry_report",
     "carry_state",
+    "check_root",
     "check_workspace",
     "is_workspace",
     "list_workspaces",
+    "recorded_inputs",
+    "source_inputs",
     "open_store",
 ]
 
@@ -88,6 +91,37 @@ def check_workspace(settings: Settings, workspace: str) -> None:
         raise UsageError(f"{settings.root_path / workspace}: no such workspace folder")
 
 
+_ROOT_PROBE_FOLDERS = 2000  # enough to find a note; a mistyped `--root ~` is not walked whole
+
+
+def check_root(settings: Settings) -> None:
+    """Given settings, raise ConfigError unless the root is a folder that holds Markdown or
+    carryd's state folder: a mistyped `--root ~/memroy` must be an error naming it, not an
+    empty root made in passing (`carryd init DIR` is how a new root is asked for)."""
+    root = settings.root_path
+    fix = f"pass --root DIR (the memory root), or `carryd init {root}` to start a new root there"
+    if not root.is_dir():
+        what = "is not a folder" if root.exists() else "does not exist"
+        raise ConfigError(f"{root}: the memory root {what}; {fix}")
+    if (root / settings.index.state_dir).is_dir() or _holds_markdown(settings):
+        return
+    raise ConfigError(
+        f"{root}: holds no Markdown file and no {settings.index.state_dir}/, so it is not a "
+        f"memory root yet; {fix}"
+    )
+
+
+def _holds_markdown(settings: Settings) -> bool:
+    skip = {settings.index.state_dir, *settings.index.ignore_dirs}
+    for count, (_, subdirs, files) in enumerate(os.walk(settings.root_path)):
+        if any(name.lower().endswith(".md") for name in files):
+            return True
+        if count >= _ROOT_PROBE_FOLDERS:
+            return False
+        subdirs[:] = [d for d in subdirs if d not in skip and not d.startswith(".")]
+    return False
+
+
 def open_store(settings: Settings) -> Store:
     """Given the settings, return the root's index store (created or recovered as needed)."""
     from carryd.index.store import Store  # lazy: SQLite is not needed to name workspaces
@@ -95,6 +129,7 @@ def open_store(settings: Settings) -> Store:
     root = settings.root_path
     if not root.is_dir():
         raise ConfigError(f"{root}: the memory root is not a folder; pass --root DIR or fix 'root'")
+    refuse_redirected_state(settings)
     return Store.open(settings.db_path)
 
 
@@ -121,6 +156,78 @@ def _source_files(root: Path, workspace: str, settings: Settings) -> Iterable[Pa
                     yield Path(directory, name)
 
 
+# What a carry was planned from, by content: {key: [sha256, size, mtime_ns]} for every file
+# `_source_files` yields, the key a hash of the root-relative path (the manifest names no
+# file beyond its `sources`). Freshness compares content, not clocks: a file with an mtime in
+# the future, or touched without a change, does not make a carry stale; an edit does, and so
+# do a new and a removed file, whatever their mtimes say.
+Inputs = dict[str, list[Any]]
+
+
+def _input_key(relative: str) -> str:
+    return hashlib.sha256(relative.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _same_input(path: Path, record: object, info: os.stat_result) -> bool:
+    """Given a source file, what a manifest recorded of it and its stat now, return whether
+    its content is the recorded one (read and hashed only when the stat moved)."""
+    if not isinstance(record, list) or len(record) != 3:
+        return False
+    if record[1] == info.st_size and record[2] == info.st_mtime_ns:
+        return True
+    try:
+        return record[1] == info.st_size and _file_digest(path) == record[0]
+    except OSError:
+        return False
+
+
+def source_inputs(settings: Settings, workspace: str, previous: object = None) -> Inputs:
+    """Given a workspace (and the inputs its manifest recorded before, reused for files whose
+    stat did not move), return its carry's inputs as they are on disk now."""
+    root = settings.root_path
+    known = previous if isinstance(previous, dict) else {}
+    inputs: Inputs = {}
+    for source in _source_files(root, workspace, settings):
+        relative = source.relative_to(root).as_posix()
+        key = _input_key(relative)
+        with contextlib.suppress(OSError):
+            info = source.stat()
+            record = known.get(key)
+            if isinstance(record, list) and record[1:] == [info.st_size, info.st_mtime_ns]:
+                inputs[key] = record
+            else:
+                inputs[key] = [_file_digest(source), info.st_size, info.st_mtime_ns]
+    return inputs
+
+
+def recorded_inputs(settings: Settings, workspace: str) -> object:
+    """Given a workspace, return the inputs its manifest recorded (None: none recorded)."""
+    manifest, _ = _read_manifest(settings.carry_dir / f"{workspace}.json")
+    return None if manifest is None else manifest.get("inputs")
+
+
+def _changed_input(
+    root: Path, sources: list[tuple[Path, os.stat_result]], inputs: dict[str, Any]
+) -> str | None:
+    """Given the source files now and a manifest's inputs, return what changed since (a
+    root-relative path, or "a source file was removed"), None when nothing did."""
+    for source, info in sources:
+        relative = source.relative_to(root).as_posix()
+        if not _same_input(source, inputs.get(_input_key(relative)), info):
+            return relative
+    if len(inputs) > len(sources):
+        return "a source file was removed"
+    return None
+
+
 @dataclass(frozen=True)
 class CarryCheck:
     """One workspace's carry on disk, judged by `check_carry`.
@@ -130,7 +237,9 @@ class CarryCheck:
     - "damaged":  the .md does not match its manifest (sha256 or size), the manifest is
                   missing or not a carryd manifest, or the .md is not UTF-8: never inject it,
                   rebuild it (`detail` names the file and what is wrong);
-    - "stale":    a source file is newer than the carry (`detail`: that source);
+    - "stale":    a source file's content differs from what the carry was planned from, or
+                  a source was added or removed (`detail`: that source); a manifest from
+                  before the inputs were recorded: a source is newer than the carry;
     - "fallback": intact and fresh, but a flat fallback (`detail`: the manifest's reason);
     - "fresh":    intact, fresh and planned.
     `content` holds the verified bytes when the state is "fresh", "fallback" or "stale", so a
@@ -179,8 +288,8 @@ class CarryCheck:
             "age_seconds": self.age_seconds,
             "newest_source": None if newest is None else {"path": newest[0], "mtime": newest[1]},
             "behind_seconds": self.behind_seconds,
-            "stale": self.state in ("missing", "stale")
-            or (self.behind_seconds is not None and self.behind_seconds > 0),
+            "changed_source": self.detail if self.state == "stale" else None,
+            "stale": self.state in ("missing", "stale"),
         }
 
 
@@ -212,11 +321,13 @@ def check_carry(
     carry_path = settings.carry_dir / f"{workspace}.md"
     manifest_path = settings.carry_dir / f"{workspace}.json"
     newest: tuple[str, float] | None = None
+    sources: list[tuple[Path, os.stat_result]] = []
     for source in _source_files(root, workspace, settings):
         with contextlib.suppress(OSError):
-            mtime = source.stat().st_mtime
-            if newest is None or mtime > newest[1]:
-                newest = (source.relative_to(root).as_posix(), mtime)
+            info = source.stat()
+            sources.append((source, info))
+            if newest is None or info.st_mtime > newest[1]:
+                newest = (source.relative_to(root).as_posix(), info.st_mtime)
     base = CarryCheck(workspace, "missing", None, carry_path, manifest_path, newest_source=newest)
     try:
         data = carry_path.read_bytes()
@@ -240,10 +351,19 @@ def check_carry(
         )
         with contextlib.suppress(OSError):
             fresh_as_of = max(fresh_as_of, manifest_path.stat().st_mtime)
-    if checked_time is not None:
-        # The daemon re-planned this carry then and found its bytes unchanged.
-        fresh_as_of = max(fresh_as_of, checked_time)
-    behind = max(0.0 if newest is None else newest[1] - fresh_as_of, 0.0)
+    changed: str | None = None
+    inputs = None if manifest is None else manifest.get("inputs")
+    if isinstance(inputs, dict):
+        # Content decides (see `source_inputs`); the clocks only say by how much.
+        changed = _changed_input(root, sources, inputs)
+        ahead = 0.0 if newest is None else newest[1] - fresh_as_of
+        behind = 0.0 if changed is None else max(ahead, 0.001)
+    else:  # a manifest from before the inputs were recorded: the clocks decide
+        if checked_time is not None:
+            # The daemon re-planned this carry then and found its bytes unchanged.
+            fresh_as_of = max(fresh_as_of, checked_time)
+        behind = max(0.0 if newest is None else newest[1] - fresh_as_of, 0.0)
+        changed = newest[0] if newest and behind > 0 else None
     base = dataclasses.replace(
         base,
         written_at=fresh_as_of,
@@ -254,8 +374,8 @@ def check_carry(
         log.warning("carry %s is damaged: %s", workspace, problem)
         return dataclasses.replace(base, state="damaged", detail=problem)
     base = dataclasses.replace(base, content=data)
-    if behind > 0:
-        return dataclasses.replace(base, state="stale", detail=newest[0] if newest else None)
+    if changed is not None:
+        return dataclasses.replace(base, state="stale", detail=changed)
     if base.fallback:
         return dataclasses.replace(base, state="fallback", detail=base.reason)
     return dataclasses.replace(base, state="fresh")

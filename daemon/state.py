@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from carryd.daemon.files import write_atomic
+from carryd.index.errors import IndexUnavailable
+from carryd.index.state_folder import refuse_linked_folder
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
@@ -26,6 +28,21 @@ log = logging.getLogger(__name__)
 STATE_FILE = "daemon.json"
 
 
+def refuse_redirected_state(settings: Settings) -> None:
+    """Given settings, raise IndexUnavailable (naming the path) when `<root>/.carryd`, its
+    carry folder or the control socket is a symbolic link or another user's: state stays in
+    the root and belongs to the person running carryd. Every writer checks before it writes
+    (the index and daemon locks, the store, the socket)."""
+    if not settings.root_path.is_dir():
+        raise IndexUnavailable(
+            f"{settings.root_path}: the memory root is not a folder (moved, deleted or never "
+            f"made); carryd does not create it: pass --root DIR, or `carryd init DIR` for a new one"
+        )
+    refuse_linked_folder(settings.state_path)
+    refuse_linked_folder(settings.carry_dir, what="carryd's carry folder")
+    refuse_linked_folder(settings.socket_path, what="carryd's control socket")
+
+
 def state_file(settings: Settings) -> Path:
     return settings.state_path / STATE_FILE
 
@@ -33,7 +50,7 @@ def state_file(settings: Settings) -> Path:
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     """Given a path and a JSON object, replace the file in one step."""
     text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
-    write_atomic(path, text.encode("utf-8"))
+    write_atomic(path, text.encode("utf-8"), parents=False)
 
 
 def read_state(settings: Settings) -> dict[str, Any] | None:
@@ -122,3 +139,27 @@ def read_last_index(settings: Settings) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+# --- the files the last whole-root sync skipped ------------------------------------------
+
+SKIPPED_FILE = "skipped.json"
+
+
+def record_skipped(settings: Settings, skipped: list[dict[str, str]]) -> None:
+    """Given the files a whole-root sync skipped ({path, reason} each), remember them for
+    `carryd status`: a skipped file is named there until it is fixed, not only once on stderr."""
+    try:
+        write_json_atomic(settings.state_path / SKIPPED_FILE, {"at": time.time(), "files": skipped})
+    except OSError as error:
+        log.debug("cannot record the skipped files: %s", error)
+
+
+def read_skipped(settings: Settings) -> list[dict[str, str]]:
+    """Given settings, return the files the last whole-root sync skipped ({path, reason})."""
+    try:
+        data = json.loads((settings.state_path / SKIPPED_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    files = data.get("files") if isinstance(data, dict) else None
+    return [item for item in files if isinstance(item, dict)] if isinstance(files, list) else []

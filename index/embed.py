@@ -406,9 +406,12 @@ class FastEmbedder:
             if not self.allow_download
             else "it could not be downloaded"
         )
+        # With downloads off, fastembed's own error ("ValueError: Could not load model
+        # carryd/87d7… from any source") says nothing the sentence does not: leave it out.
+        cause = "" if (offline or not self.allow_download) else f": {detail}"
         return (
             f"the default model {self.identity.name} ({self.identity.file}) is not in {where} "
-            f"and {why}: {detail}; {FIX_HINT}, or allow a one-time download"
+            f"and {why}{cause}; {FIX_HINT}, or allow a one-time download"
         )
 
 

@@ -117,7 +117,7 @@ class Store:
         """
         db_path = Path(db_path)
         try:
-            db_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            db_path.parent.mkdir(mode=0o700, exist_ok=True)
         except OSError as error:
             raise IndexUnavailable(
                 f"{db_path.parent}: cannot create the index folder: {os_cause(error)}"

@@ -25,11 +25,14 @@ import stat
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from carryd.index.entries import L0Source
 from carryd.index.errors import IndexCorrupt, IndexUnavailable, describe_os_error
-from carryd.index.sync import EntryRow
+from carryd.index.state_folder import refuse_linked_folder
+
+if TYPE_CHECKING:  # markdown-it, ~50 ms: the state checks below must stay cheap to import
+    from carryd.index.entries import L0Source
+    from carryd.index.sync import EntryRow
 
 log = logging.getLogger(__name__)
 
@@ -277,6 +280,8 @@ def _ensure_schema(connection: sqlite3.Connection) -> bool:
 
 def entry_row(row: Sequence[Any]) -> EntryRow:
     """Given an entries row as stored (`ENTRY_COLUMNS` order), return its `EntryRow`."""
+    from carryd.index.sync import EntryRow  # lazy: see the imports above
+
     return EntryRow(
         id=row[0],
         path=row[1],
@@ -285,7 +290,7 @@ def entry_row(row: Sequence[Any]) -> EntryRow:
         line_end=row[4],
         heading_path=tuple(json.loads(row[5])),
         l0=row[6],
-        l0_source=cast(L0Source, row[7]),
+        l0_source=cast("L0Source", row[7]),
         text_hash=row[8],
         l0_hash=row[9],
         slot=row[10],
@@ -375,10 +380,20 @@ def _create_private(db_path: Path) -> None:
         os.close(descriptor)
 
 
+# What carryd itself creates in its state folder: only these are made private. Anything else
+# a user put there (a script, a folder of their own) keeps the mode it has.
+_STATE_FILE_PREFIXES = ("index.sqlite", "carryd.sock")
+_STATE_FILE_SUFFIXES = (".json", ".lock", ".sock", ".tmp")
+_STATE_FOLDERS = ("carry", "sessions")
+
+
 def secure_state_folder(folder: Path) -> None:
-    """Given carryd's state folder, make it 0700 and every file in it 0600 (an install from
-    before this rule, or files written under a loose umask); folders below it 0700. Files
-    of other owners and a read-only file system are left as they are."""
+    """Given carryd's state folder, make it 0700 and the files carryd writes there 0600 (an
+    install from before this rule, or files written under a loose umask); its own folders
+    (`carry/`, `sessions/`) 0700 with their `.md`/`.json` files 0600. What carryd did not
+    create, files of other owners, links and a read-only file system are left as they are.
+    A folder that is a link or another user's is refused first (`refuse_linked_folder`)."""
+    refuse_linked_folder(folder)
     for path, mode in _state_modes(folder):
         with contextlib.suppress(OSError):
             info = os.lstat(path)
@@ -396,8 +411,22 @@ def _state_modes(folder: Path) -> Iterable[tuple[Path, int]]:
         return
     for child in children:
         if child.is_dir(follow_symlinks=False):
-            yield from _state_modes(Path(child.path))
-        elif child.is_file(follow_symlinks=False) or child.name.endswith(".sock"):
+            if child.name in _STATE_FOLDERS:
+                yield Path(child.path), 0o700
+                yield from _own_files(Path(child.path))
+        elif child.name.startswith(_STATE_FILE_PREFIXES) or child.name.endswith(
+            _STATE_FILE_SUFFIXES
+        ):
+            yield Path(child.path), 0o600
+
+
+def _own_files(folder: Path) -> Iterable[tuple[Path, int]]:
+    try:
+        children = list(os.scandir(folder))
+    except OSError:
+        return
+    for child in children:
+        if child.is_file(follow_symlinks=False) and child.name.endswith((".md", ".json", ".tmp")):
             yield Path(child.path), 0o600
 
 

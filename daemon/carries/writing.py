@@ -25,6 +25,7 @@ from carryd.carry.render import CarryBudgets, CarryPlan
 from carryd.carry.select import MemoryDecision
 from carryd.daemon.carries.sources import SourceFile
 from carryd.daemon.files import write_atomic
+from carryd.daemon.layout import recorded_inputs, source_inputs
 from carryd.daemon.version import carryd_version
 from carryd.index.redact import redact
 
@@ -84,19 +85,22 @@ def write_built_carry(settings: Settings, built: BuiltCarry) -> CarryResult:
     digest = hashlib.sha256(data).hexdigest()
     changed = _read_existing(carry_path) != data
     manifest = manifest_of(settings, built, sha256=digest, size=len(data))
+    # What it was planned from, by content: `layout.check_carry` judges freshness by it.
+    previous = recorded_inputs(settings, built.workspace)
+    manifest["inputs"] = source_inputs(settings, built.workspace, previous)
     # The inline variant first: a hook trusts it only when the manifest names its hash.
     inline_file = inline_path(settings, built.workspace)
     if built.inline_text is not None:
         inline_data = built.inline_text.encode("utf-8")
         if _read_existing(inline_file) != inline_data:
-            write_atomic(inline_file, inline_data)
+            write_atomic(inline_file, inline_data, parents=False)
     else:
         with contextlib.suppress(FileNotFoundError):
             inline_file.unlink()
     if changed:
-        write_atomic(carry_path, data)
+        write_atomic(carry_path, data, parents=False)
     if changed or _manifest_outdated(manifest_path, manifest):
-        write_atomic(manifest_path, _manifest_bytes(manifest))
+        write_atomic(manifest_path, _manifest_bytes(manifest), parents=False)
     return CarryResult(
         workspace=built.workspace,
         path=carry_path,

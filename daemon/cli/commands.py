@@ -14,6 +14,7 @@ import json
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from carryd.daemon.carries.archive import archive_plans
 from carryd.daemon.carries.carrying import CarryResult, build_workspace_carry, write_carries
 from carryd.daemon.errors import UsageError
 from carryd.daemon.indexer.indexing import sync_root
+from carryd.daemon.indexer.scan import shown
 from carryd.daemon.indexer.verifying import verify_root
 from carryd.daemon.layout import check_workspace, is_workspace, list_workspaces
 from carryd.daemon.progress import Progress, progress_mode
@@ -36,13 +38,25 @@ if TYPE_CHECKING:
 
 # --- index, verify ------------------------------------------------------------------------
 
+# A sync parsing at least this many changed files shows its parsing too (a cold root of
+# thousands of entries parses for many seconds before the first embedding line).
+PARSE_PROGRESS_FROM = 100
+
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     """`carryd index [--json]`: sync once, showing progress on stderr (none with --json); exit 0
     (also when degraded or files were skipped)."""
     mode = progress_mode(as_json=getattr(args, "json", False))
-    with Progress("embedding", mode=mode) as progress:
-        report = sync_root(settings, progress=progress)
+    with (
+        Progress("parsing", mode=mode, unit="files") as parsing,
+        Progress("embedding", mode=mode) as progress,
+    ):
+
+        def parse_progress(done: int, total: int) -> None:
+            if total >= PARSE_PROGRESS_FROM:  # a few files parse in a blink: no line for them
+                parsing(done, total)
+
+        report = sync_root(settings, progress=progress, parse_progress=parse_progress)
     for note in report.notes:
         print(f"carryd: {note}", file=sys.stderr)
     for problem in report.problems:
@@ -97,8 +111,17 @@ def _recall_params(
     }
 
 
-def _batch_requests(path: str, args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Given a JSON-lines file ("-" for stdin), return its requests; a bad line is a UsageError."""
+@dataclass(frozen=True)
+class BadLine:
+    """A line of a `recall --batch` file that is no request: its number and what is wrong."""
+
+    number: int
+    message: str
+
+
+def _batch_requests(path: str, args: argparse.Namespace) -> list[dict[str, Any] | BadLine]:
+    """Given a JSON-lines file ("-" for stdin), return its requests in order, a bad line as a
+    `BadLine` naming it (`path:line`): one bad line does not cost the others' answers."""
     try:
         if path == "-":
             lines = sys.stdin.read().splitlines()
@@ -106,25 +129,36 @@ def _batch_requests(path: str, args: argparse.Namespace) -> list[dict[str, Any]]
             lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as error:
         raise UsageError(f"{path}: cannot read the batch file: {error}") from error
-    requests = []
+    requests: list[dict[str, Any] | BadLine] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
-        except ValueError as error:
-            raise UsageError(f"{path}:{number}: not a JSON object: {error}") from error
-        if not isinstance(item, dict) or not isinstance(item.get("query"), str):
-            raise UsageError(f'{path}:{number}: expected {{"query": "…", "workspace"?: "…"}}')
-        if not item["query"].strip():
-            raise UsageError(f"{path}:{number}: the query is empty")
-        workspace = item.get("workspace", args.workspace)
-        if workspace is not None and not isinstance(workspace, str):
-            raise UsageError(f"{path}:{number}: 'workspace' must be a string")
-        limit = item.get("limit", args.limit)
-        floor = item.get("min_confidence", args.min_confidence)
-        requests.append(_recall_params(item["query"], workspace, limit, floor))
+            requests.append(_batch_request(line, args) | {"line": number})
+        except UsageError as error:
+            requests.append(BadLine(number, f"{path}:{number}: {error}"))
     return requests
+
+
+def _batch_request(line: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Given one line of a batch file, return its request; UsageError says what is wrong."""
+    try:
+        item = json.loads(line)
+    except ValueError as error:
+        raise UsageError(f"not a JSON object: {error}") from error
+    if not isinstance(item, dict) or not isinstance(item.get("query"), str):
+        raise UsageError('expected {"query": "…", "workspace"?: "…"}')
+    if not item["query"].strip():
+        raise UsageError("the query is empty")
+    workspace = item.get("workspace", args.workspace)
+    if workspace is not None and not isinstance(workspace, str):
+        raise UsageError("'workspace' must be a string")
+    limit = item.get("limit", args.limit)
+    floor = item.get("min_confidence", args.min_confidence)
+    if not isinstance(limit, int | None) or not isinstance(floor, int | float | None):
+        raise UsageError("'limit' must be a whole number and 'min_confidence' a number")
+    _check_numbers(limit, floor)
+    return _recall_params(item["query"], workspace, limit, floor)
 
 
 def _check_numbers(limit: int | None, min_confidence: float | None) -> None:
@@ -145,14 +179,7 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError("the QUERY is empty")
     _check_numbers(args.limit, args.min_confidence)
     if batch is not None:
-        requests = _batch_requests(batch, args)
-        for params in requests:
-            _check_numbers(params["limit"], params["min_confidence"])
-            if params["workspace"] is not None:
-                checked_workspace(settings, params["workspace"])
-        for each in _answers(settings, requests):
-            print(json.dumps(answer_json(each), ensure_ascii=False), flush=True)
-        return 0
+        return _recall_batch(settings, _batch_requests(batch, args))
     if args.workspace is not None:
         checked_workspace(settings, args.workspace)
     assert query is not None  # for the type checker: no --batch means a QUERY (checked above)
@@ -164,6 +191,29 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print(_listing(answer, ranked_all=args.min_confidence == 0))
     return 0
+
+
+def _recall_batch(settings: Settings, requests: list[dict[str, Any] | BadLine]) -> int:
+    """Given a batch's requests (a bad line as a `BadLine`), print one JSON line per line, in
+    order: the answer, or {"line", "error"} (also on stderr); exit 2 when a line was bad."""
+    for position, request in enumerate(requests):
+        if isinstance(request, dict) and request["workspace"] is not None:
+            try:
+                checked_workspace(settings, request["workspace"])
+            except UsageError as error:
+                requests[position] = BadLine(request["line"], f"line {request['line']}: {error}")
+    good = [request for request in requests if isinstance(request, dict)]
+    answers = _answers(settings, good)
+    for request in requests:
+        if isinstance(request, BadLine):
+            print(f"carryd: {request.message}", file=sys.stderr)
+            line = {"line": request.number, "error": request.message}
+            print(json.dumps(line, ensure_ascii=False), flush=True)
+        else:
+            print(json.dumps(answer_json(next(answers)), ensure_ascii=False), flush=True)
+    for _ in answers:  # run out: its `finally` closes the recall access
+        pass
+    return 2 if len(good) < len(requests) else 0
 
 
 def checked_workspace(settings: Settings, workspace: str) -> str:
@@ -215,9 +265,8 @@ def cmd_expand(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(answer, ensure_ascii=False, indent=2))
     else:
         for entry in answer["entries"]:
-            print(
-                f"<!-- {entry['id']} {entry['path']}:{entry['line_start']}-{entry['line_end']} -->"
-            )
+            where = f"{shown(entry['path'])}:{entry['line_start']}-{entry['line_end']}"
+            print(f"<!-- {entry['id']} {where} -->")
             print(entry["text"].rstrip("\n"))
             print()
         for item in answer["missing"]:
@@ -272,6 +321,11 @@ def cmd_carry(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if max_chars is not None:
         raise UsageError("--max-chars plans a carry to print: use it with --print")
+    # The carries are planned from the index: bring it up to date first (a stat walk when
+    # nothing changed), so a carry written here reflects the files it then says it is from.
+    report = sync_root(settings)
+    for problem in report.problems:
+        print(f"carryd: skipped {problem.path}: {problem.reason}", file=sys.stderr)
     try:
         results = write_carries(settings, None if workspace is None else [workspace])
     except OSError as error:

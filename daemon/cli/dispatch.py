@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from carryd.daemon.errors import ConfigError, UsageError
 from carryd.daemon.hosts.registry import HOSTS, event_names
+from carryd.daemon.layout import check_root
 from carryd.daemon.version import VersionAction
 from carryd.index.errors import CarrydError, describe_os_error
 
@@ -34,7 +35,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hook": ("carryd.daemon.hosts.hook_command", "cmd_hook"),
     "setup": ("carryd.daemon.hosts.setup", "cmd_setup"),
     "mcp": ("carryd.daemon.mcp.server", "cmd_mcp"),
+    "init": ("carryd.daemon.cli.init", "cmd_init"),
+    "doctor": ("carryd.daemon.cli.doctor", "cmd_doctor"),
 }
+# Commands that load no settings themselves: a hook must not break the host on a bad config,
+# and `init` writes the config the settings would come from.
+NO_SETTINGS = frozenset({"hook", "init"})
+
+
+# Commands that work on an existing memory root (see `layout.check_root`).
+NEEDS_A_ROOT = frozenset({"index", "verify", "recall", "expand", "carry", "run", "plan"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -118,8 +128,8 @@ def _add_memory_commands(
         "carry",
         parents=[common],
         help="(re)write continuation-carry files",
-        description="Plan and write the carry file of one workspace (or all); --print sends "
-        "one to stdout instead.",
+        description="Sync the index with the files, then plan and write the carry file of one "
+        "workspace (or all); --print sends one to stdout instead.",
     )
     carry.add_argument("--workspace", help="only this workspace")
     carry.add_argument("--print", action="store_true", dest="print_", help="print the carry")
@@ -176,6 +186,32 @@ def _add_daemon_commands(
     plan.add_argument("--workspace", help="only this workspace")
 
     _add_host_commands(sub, common)
+    _add_first_hour_commands(sub, common)
+
+
+def _add_first_hour_commands(
+    sub: argparse._SubParsersAction,  # type: ignore[type-arg]
+    common: argparse.ArgumentParser,
+) -> None:
+    """`carryd init|doctor`: start a new memory root, check a setup end to end."""
+    init = sub.add_parser(
+        "init",
+        parents=[common],
+        help="start a new memory root: the folder, a skeleton workspace and the config",
+        description="Make DIR (default ~/memory) a memory root: a workspace with a PLAN.md and "
+        "a handoff ledger carryd reads, and the config file naming the root (and --model-path). "
+        "Existing files are never changed.",
+    )
+    init.add_argument("dir", nargs="?", metavar="DIR", help="the new root (default ~/memory)")
+    init.add_argument("--workspace", help="the skeleton workspace's name (default my-project)")
+    init.add_argument("--model-path", metavar="DIR", help="a local model folder for the config")
+    sub.add_parser(
+        "doctor",
+        parents=[common],
+        help="check root, model, index, ledger headings, hooks and service (exit 1 on a problem)",
+        description="One line per check: ok, warn or FAIL with what to run. Exit 1 when a "
+        "check fails.",
+    )
 
 
 def _add_host_commands(
@@ -232,12 +268,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     _setup_logging(args)
     module_name, function_name = COMMANDS[args.command]
     try:
-        if args.command == "hook":
-            # Hooks load settings themselves: a broken config must not break the host.
+        if args.command in NO_SETTINGS:
             return int(getattr(importlib.import_module(module_name), function_name)(args))
         from carryd.daemon.config import load_settings
 
         settings = load_settings(getattr(args, "config", None), root=getattr(args, "root", None))
+        if args.command in NEEDS_A_ROOT or (args.command == "setup" and hasattr(args, "root")):
+            check_root(settings)  # a mistyped --root is named, never created
         function = getattr(importlib.import_module(module_name), function_name)
         return int(function(args, settings))
     except (ConfigError, UsageError) as error:

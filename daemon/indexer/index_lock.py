@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from carryd.daemon.state import refuse_redirected_state
 from carryd.index.errors import CarrydError
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ def index_lock(
     """Given settings, hold the root's index lock for the block (waiting for another writer;
     `on_wait(message)` is told once, else the message is logged as a warning). With a
     `timeout` (seconds), IndexBusy is raised when the lock stays taken that long."""
+    refuse_redirected_state(settings)
     path = lock_path(settings)
     with _guard:
         thread_lock = _thread_locks.setdefault(path, threading.RLock())
@@ -104,7 +106,8 @@ def index_lock(
 def _acquire(
     path: Path, purpose: str, on_wait: Callable[[str], None] | None, timeout: float | None
 ) -> int:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # carryd's state is private
+    # carryd's state is private, and made inside the root: never the root itself (parents).
+    path.parent.mkdir(mode=0o700, exist_ok=True)
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         try:

@@ -22,20 +22,18 @@ whichever process runs it (the daemon, `carryd index`, a repair). A sync that co
 several batches records its progress in `<state>/indexing.json` for `carryd status`.
 
 Counts (`SyncReport`, the `carryd index --json` keys):
-- `files`     Markdown files in the index after the run;
-- `entries`   entries in the index after the run;
+- `files`, `entries`  Markdown files and entries in the index after the run;
 - `embedded`  L0 abstracts embedded in this run;
 - `removed`   entries removed in this run (an entry whose id changed counts as removed + new);
 - `unchanged` files skipped as unchanged in this run (same stat, or same sha256);
 - `degraded`  null, or why no vectors could be made (the index still gets entries + postings);
 - `problems`  files skipped, each with its path and reason (also printed to stderr).
 
-A model identity change (another model, file, dim, pooling or prefix) re-embeds every entry; the
-vectors of the old identity are dropped after a copy of the index is kept as
-`index.sqlite.old-model-<UTC>`; the report's notes and the log say so once. A new
-`TOKENIZER_VERSION` re-reads every file and recomputes every posting (nothing is re-embedded).
-Checking and repairing the index is `indexer.verifying`; steps 1-3 (reading, diffing,
-planning) are `indexer.sync_planning`; this module applies the plan and records progress.
+A model identity change (another model, file, dim, pooling or prefix) that loads re-embeds
+every entry; the old identity's vectors are dropped after a copy is kept as
+`index.sqlite.old-model-<UTC>` (the notes say so once); one that cannot load keeps them and the
+run degrades (`usable_model`). A new `TOKENIZER_VERSION` recomputes every posting. Checking and
+repairing is `indexer.verifying`; steps 1-3 are `indexer.sync_planning`.
 """
 
 from __future__ import annotations
@@ -43,7 +41,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import os
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -51,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from carryd.daemon import state
 from carryd.daemon.config import Settings
 from carryd.daemon.indexer.calibrating import refresh_calibration
 from carryd.daemon.indexer.index_lock import index_lock
@@ -65,9 +63,10 @@ from carryd.daemon.indexer.sync_planning import (
     entry_changes,
     plan_sync,
     read_changes,
+    usable_model,
 )
+from carryd.daemon.indexer.sync_progress import SyncProgress
 from carryd.daemon.layout import open_store as open_store
-from carryd.daemon.state import clear_indexing, record_last_index, write_indexing
 from carryd.index.embed import Embedder
 from carryd.index.errors import EmbedderUnavailable, IndexCorrupt
 from carryd.index.store import Batch, Store
@@ -135,15 +134,14 @@ def sync_root(
     embedder: Embedder | None | LoadModel = LOAD,
     paths: Iterable[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    parse_progress: Callable[[int, int], None] | None = None,
 ) -> SyncReport:
     """Given the settings (and optionally an open store, an embedder or None for none, the
     relative paths that changed, and `progress(embedded so far, total to embed)`, called once
     before the first embedding batch and after each one), bring the index up to date and return
-    what was done.
-
-    The root's index lock (`indexer.index_lock`) is held for the whole sync: one writer
-    at a time, whichever process it is; a writer that has to wait says so on stderr.
-    """
+    what was done. The root's index lock (`indexer.index_lock`) is held for the whole sync: one
+    writer at a time; a writer that has to wait says so on stderr. A whole-root sync records
+    the files it skipped for `carryd status`."""
     started = time.perf_counter()
     degraded: str | None = None
     model: Embedder | None
@@ -153,7 +151,7 @@ def sync_root(
         model = embedder
         if model is None:
             degraded = "no embedding model was given"
-    tracker = _Progress(settings, progress)
+    tracker = SyncProgress(settings, progress, parse_progress)
     with index_lock(settings):
         own_store = store is None
         active = open_store(settings) if store is None else store
@@ -171,10 +169,12 @@ def sync_root(
                 tracker.finished()
                 raise
             tracker.finished()
+            if paths is None:
+                state.record_skipped(settings, [problem.to_json() for problem in report.problems])
             if isinstance(embedder, LoadModel) and (report.embedded or report.degraded):
                 # What this run learnt about the model: status reads it when no daemon runs.
                 identity = model.identity if model is not None else None
-                record_last_index(
+                state.record_last_index(
                     settings,
                     identity=model_identity_text(settings, identity),
                     degraded=report.degraded,
@@ -193,7 +193,7 @@ def _sync_settled(
     embedder: Embedder | None,
     degraded: str | None,
     paths: Iterable[str] | None,
-    tracker: _Progress,
+    tracker: SyncProgress,
 ) -> SyncReport:
     """Given what to sync, sync it; then sync again the files that changed between being read
     and being committed (their file rows were held back), a few times at most."""
@@ -238,61 +238,24 @@ def merged(first: SyncReport, again: SyncReport) -> SyncReport:
     )
 
 
-class _Progress:
-    """A sync's progress: the caller's callback, and `<state>/indexing.json` for `carryd
-    status` while a sync that commits in several batches runs (removed when it finishes, so
-    one left behind by a dead pid is an interrupted index)."""
-
-    def __init__(self, settings: Settings, callback: Callable[[int, int], None] | None) -> None:
-        self._settings = settings
-        self._callback = callback
-        self._recorded = False
-        self._started = time.time()
-
-    def update(
-        self, *, embedded: int, total: int, files_done: int, files: int, batches: int
-    ) -> None:
-        if self._callback is not None:
-            self._callback(embedded, total)
-        if batches <= 1:
-            return  # one transaction: nothing half-built for status to see
-        self._recorded = True  # once per batch: a few hundred embeddings apart
-        write_indexing(
-            self._settings,
-            {
-                "pid": os.getpid(),
-                "started_at": self._started,
-                "updated_at": time.time(),
-                "embedded": embedded,
-                "to_embed": total,
-                "files_committed": files_done,
-                "files_to_commit": files,
-            },
-        )
-
-    def finished(self) -> None:
-        """The sync ended (or failed and its process goes on): no run is in progress. Under
-        the index lock any record left is this run's or a dead run's, so it always goes."""
-        clear_indexing(self._settings)
-        self._recorded = False
-
-
 def _sync(
     settings: Settings,
     store: Store,
     embedder: Embedder | None,
     degraded: str | None,
     paths: Iterable[str] | None,
-    tracker: _Progress,
+    tracker: SyncProgress,
 ) -> SyncReport:
     """Given an open store, bring it up to date: read what changed, plan, then apply."""
-    # A new tokenizer makes every posting stale, and postings need the text: re-read it all.
     lexicon_stale = store.meta("tokenizer") != str(TOKENIZER_VERSION)
-    if lexicon_stale and store.counts()["entries"]:
+    if lexicon_stale and store.counts()["entries"]:  # postings need the text: re-read it all
         log.info("tokenizer version changed: recomputing every entry's postings")
         paths = None
     work = read_changes(settings, store, paths, lexicon_stale=lexicon_stale)
-    changes = entry_changes(store, work, embedder, lexicon_stale=lexicon_stale)
+    embedder, degraded = usable_model(store, embedder, degraded)  # never drops vectors for it
+    changes = entry_changes(
+        store, work, embedder, lexicon_stale=lexicon_stale, on_parsed=tracker.parsed
+    )
     notes, sync_plan = plan_sync(store, work, changes, embedder, lexicon_stale=lexicon_stale)
     applied = _apply_sync(settings, store, sync_plan, embedder, degraded, tracker)
     totals = store.counts()
@@ -344,20 +307,21 @@ def _apply_sync(
     sync_plan: SyncPlan,
     embedder: Embedder | None,
     degraded: str | None,
-    tracker: _Progress,
+    tracker: SyncProgress,
 ) -> _Applied:
     """Given the plan, embed and commit it one batch of whole files at a time (an interrupted
     sync keeps every file it committed). Right before each commit, every file read for it is
-    checked again: one that changed since it was read keeps its old record (its entries are
-    committed, the record is not), so the next sync, or `_sync_settled` at once, reads it again.
-
-    With several batches (a cold index), batch N is committed on a writer thread while batch
-    N+1 embeds: onnxruntime and SQLite both let go of the GIL, so the sync's own SQLite work
-    (~40% of what is not embedding) hides behind the model instead of adding to it. One commit
-    at a time, in order; an error in one is raised here, and an interrupted sync still waits
-    for the commit in flight."""
+    checked again: one that changed since it was read keeps its old record, so the next sync,
+    or `_sync_settled` at once, reads it again. With several batches, batch N is committed on
+    a writer thread while batch N+1 embeds (onnxruntime and SQLite both let go of the GIL). A
+    model that cannot load is known before progress shows ("embedding 0/34" of no model)."""
     identity_key = sync_plan.identity_key
     batches = _batches(sync_plan.files)
+    if embedder is not None and degraded is None and sync_plan.to_embed:
+        try:
+            getattr(embedder, "load", lambda: None)()
+        except EmbedderUnavailable as error:
+            degraded = str(error)
     embedding = embedder is not None and degraded is None
     total = sync_plan.to_embed if embedding else 0
     files_total = sum(1 for work in sync_plan.files if work.record or work.delete_file)

@@ -39,6 +39,7 @@ ProblemCode = Literal[
     "duplicate_folder",
     "duplicate_id",
     "outside_root",
+    "odd_name",
 ]
 
 MARKDOWN_SUFFIX = ".md"
@@ -73,6 +74,34 @@ class FileContent:
     sha256: str
 
 
+def shown(relative: str) -> str:
+    """Given a relative path as the file system gave it, return it printable on one line:
+    bytes that are not UTF-8 as `\\xff`, a newline or other control character escaped."""
+    raw = relative.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(
+        character if character.isprintable() or character == " " else repr(character)[1:-1]
+        for character in raw
+    )
+
+
+def odd_name(relative: str) -> Problem | None:
+    """Given a relative path, return the problem with its name, or None: a name that is not
+    UTF-8 (the index, the carries and every answer are UTF-8 text) or that holds a newline or
+    another control character (it would break the one-line headers of `expand` and the
+    manifests) is skipped and named, never indexed."""
+    try:
+        relative.encode("utf-8")
+    except UnicodeEncodeError:
+        return Problem(shown(relative), "the file name is not UTF-8; rename it", "odd_name")
+    if any(not (character.isprintable() or character == " ") for character in relative):
+        return Problem(
+            shown(relative),
+            "the file name holds a newline or control character; rename it",
+            "odd_name",
+        )
+    return None
+
+
 def is_markdown(name: str) -> bool:
     return name.lower().endswith(MARKDOWN_SUFFIX)
 
@@ -93,6 +122,11 @@ def scan_paths(root: Path, paths: Iterable[str], settings: IndexSettings) -> Sca
     walker = _Walker(Path(root), settings)
     for relative in sorted(set(paths)):
         if not in_scope(relative, settings):
+            continue
+        problem = odd_name(relative)
+        if problem is not None:
+            if is_markdown(relative) or os.path.isdir(walker.root / relative):
+                walker.problems.append(problem)
             continue
         full = walker.root / relative
         if not walker.inside(full, relative):
@@ -310,6 +344,11 @@ class _Walker:
         for child in children:
             child_relative = f"{relative}/{child.name}" if relative else child.name
             if not relative and child.name == self.settings.state_dir:
+                continue
+            problem = odd_name(child_relative)
+            if problem is not None:
+                if is_markdown(child.name) or child.is_dir():
+                    self.problems.append(problem)
                 continue
             if child.is_symlink():
                 if child.name in self.settings.ignore_dirs:

@@ -13,7 +13,7 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,11 +23,13 @@ from carryd.daemon.indexer.scan import (
     ScanResult,
     in_scope,
     is_markdown,
+    odd_name,
     read_markdown,
     scan_paths,
     scan_root,
 )
 from carryd.index.entries import Entry, parse_entries
+from carryd.index.errors import EmbedderUnavailable
 from carryd.index.redact import redact
 from carryd.index.sync import (
     EntryDiff,
@@ -160,7 +162,8 @@ def _on_disk(
     if paths is None:
         return scan_root(root, settings.index), store.file_records()
     wanted = relative_paths(root, paths)
-    scan = scan_paths(root, wanted, settings.index)
+    scan = scan_paths(root, wanted, settings.index)  # names an odd name as a problem
+    wanted = [path for path in wanted if odd_name(path) is None]  # never a key of the index
     scope = {path for path in wanted if is_markdown(path) and in_scope(path, settings.index)}
     for path in wanted:
         scope.update(store.file_paths_under(path))
@@ -169,11 +172,20 @@ def _on_disk(
 
 
 def entry_changes(
-    store: Store, work: Work, embedder: Embedder | None, *, lexicon_stale: bool
+    store: Store,
+    work: Work,
+    embedder: Embedder | None,
+    *,
+    lexicon_stale: bool,
+    on_parsed: Callable[[int, int], None] | None = None,
 ) -> EntryChanges:
     """Given the texts to parse, return their entries diffed against the stored ones (a
-    duplicate id is a problem appended to `work`)."""
-    parsed = {path: parse_entries(path, text) for path, text in work.texts.items()}
+    duplicate id is a problem appended to `work`); `on_parsed(done, total)` after each file."""
+    parsed: dict[str, tuple[Entry, ...]] = {}
+    for number, (path, text) in enumerate(work.texts.items(), start=1):
+        parsed[path] = parse_entries(path, text)
+        if on_parsed is not None:
+            on_parsed(number, len(work.texts))
     reparsed = set(parsed) | set(work.deleted_files)
     old_rows = store.rows_for_paths(sorted(reparsed)) if reparsed else []
     all_ids = [entry.id for entries in parsed.values() for entry in entries]
@@ -269,6 +281,31 @@ def plan_sync(
         expects_vectors=bool(diff.new or diff.changed or catch_up),
         retokenized=lexicon_stale,
     )
+
+
+def usable_model(
+    store: Store, embedder: Embedder | None, degraded: str | None
+) -> tuple[Embedder | None, str | None]:
+    """Given the store and the model a sync would use (maybe not loaded yet), return it, or
+    (None, why) when it is another model than the index's vectors and cannot be loaded: a
+    model that cannot load must never cost the vectors of the one that built the index (one
+    `carryd index` from a shell without CARRYD_MODEL_PATH used to drop them all)."""
+    if embedder is None or store.meta("vectors_complete") == embedder.identity.key():
+        return embedder, degraded
+    others = {k: n for k, n in store.vector_identities().items() if k != embedder.identity.key()}
+    load = getattr(embedder, "load", None)
+    if not others or load is None:
+        return embedder, degraded
+    try:
+        load()
+    except EmbedderUnavailable as error:
+        kept = ", ".join(identity_name(key) for key in sorted(others))
+        return None, (
+            f"{error} (the index's {sum(others.values())} vectors of {kept} are kept; they are "
+            f"used again once that model loads: point CARRYD_MODEL_PATH or model.model_path "
+            f"at it)"
+        )
+    return embedder, degraded
 
 
 def identity_change(store: Store, embedder: Embedder, others: dict[str, int]) -> str:

@@ -22,6 +22,7 @@ from carryd.daemon.indexer.model import load_embedder_for
 from carryd.daemon.layout import open_store
 from carryd.daemon.recall.recalling import Recaller, WarmSnapshot, answer_from_json
 from carryd.index.errors import IndexCorrupt
+from carryd.index.redact import redact
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
@@ -172,7 +173,10 @@ class SocketRecall:
         if answer is None:
             log.info("carryd: the daemon did not answer; recalling in-process")
             self._daemon = False
-        return answer
+            return None
+        # The daemon redacts what it answers; redacting again here means an answer that
+        # did not come from this user's carryd (or an older one) still shows no secret.
+        return _redacted(answer)
 
     def answer(
         self,
@@ -201,6 +205,17 @@ class SocketRecall:
 
     def close(self) -> None:
         self._fallback.close()
+
+
+def _redacted(value: Any) -> Any:
+    """Given a JSON value from the socket, return it with every string redacted."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _redacted(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redacted(item) for item in value]
+    return value
 
 
 def recall_access(

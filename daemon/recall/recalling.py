@@ -51,6 +51,7 @@ from carryd.daemon.recall.warm_snapshot import (  # noqa: F401 — WarmSnapshot 
     WarmSnapshot,
 )
 from carryd.index.entries import Entry, parse_entries
+from carryd.index.errors import EmbedderUnavailable
 from carryd.index.fusion import SemanticCalibration
 from carryd.index.lexical import TermPostings, patched_postings, query_terms
 from carryd.index.recall import QueryTerms, RecallAnswer, RecallOptions, recall
@@ -219,7 +220,7 @@ class Recaller:
             calibration=calibration,
             vector_search=self._searches.search((query, workspace), snapshot, calibration),
         )
-        degraded = self._degraded or snapshot.vector_problem or self.warm.calibration_problem
+        degraded = self._degraded or self._vector_problem(snapshot) or self.warm.calibration_problem
         if not query.strip() or options.limit <= 0:
             return RecallAnswer(query, workspace, degraded, ())
         scope = self._scope(snapshot, scopes, workspace)
@@ -233,6 +234,19 @@ class Recaller:
         answer = recall(snapshot, terms, embedding.vector, scope, options)
         problem = embedding.problem
         return dataclasses.replace(answer, degraded=answer.degraded or problem or degraded)
+
+    def _vector_problem(self, snapshot: Snapshot) -> str | None:
+        """Given the snapshot, return why it has no vectors to search: the model's own reason
+        when the model cannot load (then `carryd index` would make none either), else the
+        snapshot's ("no vectors for this model yet: run `carryd index`")."""
+        if snapshot.vector_problem is None or self._embedder is None:
+            return snapshot.vector_problem
+        try:
+            getattr(self._embedder, "load", lambda: None)()
+        except EmbedderUnavailable as error:
+            self._degraded = str(error)
+            return self._degraded
+        return snapshot.vector_problem
 
     def recall(
         self,

@@ -135,7 +135,8 @@ class WarmSnapshot:
             vectors=self._stored_vectors(),
             epoch=epoch,
         )
-        if snapshot.vector_problem:
+        if snapshot.vector_problem and self.calibration_problem is None:
+            # (With no model its own reason is said once; "run `carryd index`" cannot help.)
             log.warning("recall: %s", snapshot.vector_problem)
         if self._resident_min_df is not None:
             snapshot = with_resident(snapshot, self._store.common_postings(self._resident_min_df))
@@ -150,7 +151,9 @@ class WarmSnapshot:
             calibration = calibration_in_use(self._store, self._embedder).calibration
         except SEMANTIC_FAILURES as error:
             if self.calibration_problem is None:
-                log.warning("recall: no semantic calibration, lexical-only: %s", error)
+                # Info: every answer's `degraded` says it to the person already; the
+                # daemon's log (INFO) keeps it once.
+                log.info("recall: no semantic calibration, lexical-only: %s", error)
             self.calibration_problem = f"no semantic calibration: {error}"
             return None
         self.calibration_problem = None

@@ -7,6 +7,7 @@ import os
 from typing import TYPE_CHECKING
 
 from carryd.daemon.errors import DaemonRunning
+from carryd.daemon.state import refuse_redirected_state
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
@@ -25,10 +26,12 @@ class DaemonLock:
     def __init__(self, settings: Settings) -> None:
         self.path = settings.state_path / LOCK_FILE
         self.root = settings.root_path
+        self.settings = settings
         self._descriptor: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        refuse_redirected_state(self.settings)
+        self.path.parent.mkdir(mode=0o700, exist_ok=True)  # in the root; never the root itself
         descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -20,6 +20,8 @@ embedding and resumes at the next start), stop, exit 0; during the model load, s
 without waiting for the load (a download cannot be interrupted) and never reconcile.
 SIGHUP: re-read the config, log what changed, apply it (a bad config is logged and the old
 settings kept; the root, the state folder and the model need a restart and are kept too).
+The root replaced at its path (moved away and recreated: `running.root_watch`): stop and start
+again on the new folder, in the same process; the root gone for good: exit 1 with a message.
 
 The lock is `daemon_lock`, the reload's pure merge `settings_reload`, the query thread
 `query_service`; this module owns the lifecycle and re-exports their names.
@@ -54,6 +56,7 @@ from carryd.daemon.running.daemon_lock import LOCK_FILE, DaemonLock  # noqa: F40
 from carryd.daemon.running.daemon_state import DaemonState
 from carryd.daemon.running.notify import sd_notify
 from carryd.daemon.running.query_service import QueryService
+from carryd.daemon.running.root_watch import CHECK_EVERY, GONE_GRACE, RootIdentity
 from carryd.daemon.running.scheduler import Scheduler
 from carryd.daemon.running.settings_reload import (  # noqa: F401 — re-exported
     RESTART_ONLY,
@@ -63,6 +66,7 @@ from carryd.daemon.running.settings_reload import (  # noqa: F401 — re-exporte
 from carryd.daemon.running.watcher import Watcher
 from carryd.daemon.running.worker import Indexer, Worker, release_memory
 from carryd.index.embed import Embedder
+from carryd.index.errors import CarrydError
 from carryd.index.snapshot_postings import RESIDENT_MIN_DF
 from carryd.index.store import Store
 
@@ -103,6 +107,9 @@ class Daemon:
         self._load_settings = load_settings
         self._stop_requested = False
         self._reload_requested = False
+        self._root = RootIdentity(settings.root_path)
+        # Set when the folder at the root's path was replaced: `cmd_run` starts again on it.
+        self.rerooting = False
         self._stop_signal: str | None = None
         self._indexer: Indexer | None = None
         self._model_loader: threading.Thread | None = None
@@ -311,22 +318,49 @@ class Daemon:
         """Sleep until a stop is asked, reloading the config on SIGHUP; say when the
         start-up reconcile is done."""
         reconciled = False
+        next_root_check = time.monotonic() + CHECK_EVERY
         while not self._stop_requested:
             if not reconciled and worker.items_finished >= 1:
                 reconciled = True
                 parts.state.update(state="running", embedding=None)
                 sd_notify("STATUS=watching " + str(self.settings.root_path))
                 log.info("start-up reconcile done: watching %s", self.settings.root_path)
-            self._wait(3600.0 if reconciled else 0.1)
+            self._wait(CHECK_EVERY if reconciled else 0.1)
             if self._reload_requested:
                 self._reload_requested = False
                 self._reload(parts)
+            if time.monotonic() >= next_root_check:
+                next_root_check = time.monotonic() + CHECK_EVERY
+                self._check_root()
+
+    def _check_root(self) -> None:
+        """Stop to re-root when another folder is at the root's path now; raise RootGone
+        when none comes back there within GONE_GRACE seconds."""
+        change = self._root.change()
+        if change == "gone":
+            deadline = time.monotonic() + GONE_GRACE
+            while change == "gone" and time.monotonic() < deadline and not self._stop_requested:
+                self._wait(0.2, wake_on_reload=False)
+                change = self._root.change()
+            if change == "gone" and not self._stop_requested:
+                raise RootGone(
+                    f"{self.settings.root_path}: the memory root was moved or deleted while "
+                    f"the daemon ran; stopping (start `carryd run` again once the root is back)"
+                )
+        if change == "replaced":
+            log.warning(
+                "%s: the memory root was replaced (moved away and recreated); re-rooting on "
+                "the folder now at that path",
+                self.settings.root_path,
+            )
+            self.rerooting = True
+            self._stop_requested = True
 
     def _stop_all(self, parts: _Running, previous_handlers: Mapping[int, SignalHandler]) -> None:
         """Stop every part in the reverse order of start (each stop joins its threads)."""
         if self._stop_signal:
             log.info("%s: finishing the current batch, then stopping", self._stop_signal)
-        sd_notify("STOPPING=1")
+        sd_notify("RELOADING=1" if self.rerooting else "STOPPING=1")
         parts.state.update(state="stopping")
         if parts.scheduler is not None:
             parts.scheduler.stop()
@@ -382,6 +416,32 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     def reload_settings() -> Settings:
         return load_settings(config, root=cli_root or str(root))
 
+    while True:
+        try:
+            code, daemon = _run_once(settings, reload_settings)
+        except RootGone as error:
+            log.error("%s", error)
+            return 1
+        if not daemon.rerooting or daemon.loading_model:
+            break
+        settings = reload_settings()
+        log.info("re-rooted: starting again on %s", settings.root_path)
+    if daemon.loading_model:
+        # Stopped during a model download: its thread cannot be interrupted, and the
+        # download's thread pool would be joined at interpreter exit. Leave now.
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+class RootGone(CarrydError):
+    """The memory root disappeared from its path while the daemon ran, and nothing came back."""
+
+
+def _run_once(settings: Settings, reload_settings: Callable[[], Settings]) -> tuple[int, Daemon]:
+    """Given the settings, run one daemon on the root until it stops; return (exit code, it)."""
     with DaemonLock(settings):
         # Holding the lock, any socket file left is a crashed daemon's: clients must not
         # keep reaching it while the start-up reconcile runs.
@@ -391,14 +451,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
             code = daemon.run()
         finally:
             daemon.close()
-    if daemon.loading_model:
-        # Stopped during a model download: its thread cannot be interrupted, and the
-        # download's thread pool would be joined at interpreter exit. Leave now.
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    return code
+    return code, daemon
 
 
 def remove_stale_socket(path: Path) -> None:

@@ -367,6 +367,8 @@ def _install(plan: ServicePlan, runner: Runner, uid: int | None) -> int:
             return _unavailable(plan, result)
         if result.returncode != 0:
             _report_failure(step, result)
+            if _no_user_bus(result):
+                _no_bus_advice(plan)
             return 1
     print(f"carryd: installed and started {plan.name} for {plan.root}")
     print(f"carryd: follow it with `{follow}`; check it with `carryd status`")
@@ -443,6 +445,24 @@ def _unavailable(plan: ServicePlan, result: CommandResult, *, installing: bool =
     else:
         print(f"carryd: could not stop {plan.name}; stop it yourself.", file=sys.stderr)
     return 1
+
+
+def _no_user_bus(result: CommandResult) -> bool:
+    """Given a failed systemctl --user, return whether there was no user bus to talk to (a
+    shell over ssh or sudo, a container: no `systemd --user` session)."""
+    text = (result.stderr + result.stdout).lower()
+    return "failed to connect to bus" in text or "no medium found" in text
+
+
+def _no_bus_advice(plan: ServicePlan) -> None:
+    print(
+        f"carryd: the unit is written ({plan.path}), but this shell reaches no user service "
+        f"manager (no systemd --user session: ssh, sudo or a container). Log in to a desktop or "
+        f"run `loginctl enable-linger $USER` and a new login shell, then `systemctl --user "
+        f"daemon-reload && systemctl --user enable --now {plan.name}`; or run "
+        f"`carryd run --root {plan.root}` in the foreground meanwhile.",
+        file=sys.stderr,
+    )
 
 
 def _report_failure(command: Sequence[str], result: CommandResult) -> None:

@@ -30,7 +30,13 @@ from carryd.daemon.indexer.calibrating import stored_calibration
 from carryd.daemon.indexer.model import load_embedder_for, model_cache_dir, model_identity_text
 from carryd.daemon.indexer.model_fetch import guard_for, local_clock
 from carryd.daemon.layout import carry_report, list_workspaces
-from carryd.daemon.state import pid_alive, read_indexing, read_last_index, read_state
+from carryd.daemon.state import (
+    pid_alive,
+    read_indexing,
+    read_last_index,
+    read_skipped,
+    read_state,
+)
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
@@ -143,6 +149,7 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
         "indexing": indexing,
         "counts": counts,
         "calibration": calibration,
+        "skipped": read_skipped(settings),
         "last_sync": (recorded or {}).get("last_sync"),
         "last_verify": (recorded or {}).get("last_verify"),
         "last_error": (recorded or {}).get("last_error"),
@@ -261,8 +268,9 @@ def _indexing_section(settings: Settings, now: float) -> dict[str, Any] | None:
 
 def _indexing_text(indexing: dict[str, Any]) -> str:
     counts = (
-        f"{indexing.get('embedded')} of {indexing.get('to_embed')} entries embedded, "
-        f"{indexing.get('files_committed')} of {indexing.get('files_to_commit')} files committed"
+        f"this run has embedded {indexing.get('embedded')} of the {indexing.get('to_embed')} "
+        f"entries it embeds, committed {indexing.get('files_committed')} of "
+        f"{indexing.get('files_to_commit')} files"
     )
     if indexing["running"]:
         return f"indexing in progress (pid {indexing.get('pid')}): {counts}; the index is partial"
@@ -320,11 +328,8 @@ def _problems(
         elif carry["damaged"]:
             problems.append(f"carry {carry['workspace']}: damaged ({carry['damaged']})")
         elif carry["stale"]:
-            source = carry["newest_source"]["path"]
-            problems.append(
-                f"carry {carry['workspace']}: stale ({source} is newer by "
-                f"{carry['behind_seconds']} s)"
-            )
+            source = carry.get("changed_source")
+            problems.append(f"carry {carry['workspace']}: stale ({source} changed since)")
         elif carry["fallback"]:
             problems.append(f"carry {carry['workspace']}: fallback ({carry['reason']})")
     return problems
@@ -341,6 +346,9 @@ def _ago(seconds: float | None) -> str:
     if seconds < 172800:
         return f"{seconds / 3600:.1f}h"
     return f"{seconds / 86400:.1f}d"
+
+
+SKIPPED_SHOWN = 10
 
 
 def render_text(report: dict[str, Any], *, now: float) -> str:
@@ -366,8 +374,13 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
     else:
         lines.append(
             f"index: {counts.get('files', 0)} files, {counts.get('entries', 0)} entries, "
-            f"{counts.get('vectors', 0)} vectors"
+            f"{counts.get('vectors', 0)} of them with a vector"
         )
+    skipped = report.get("skipped") or []
+    for item in skipped[:SKIPPED_SHOWN]:
+        lines.append(f"skipped: {item.get('path')}: {item.get('reason')}")
+    if len(skipped) > SKIPPED_SHOWN:
+        lines.append(f"skipped: {len(skipped) - SKIPPED_SHOWN} more (`carryd status --json`)")
     calibration = report.get("calibration")
     if calibration:
         lines.append(
@@ -391,9 +404,7 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
             continue
         flags = []
         if carry["stale"]:
-            flags.append(
-                f"STALE: {carry['newest_source']['path']} newer by {carry['behind_seconds']} s"
-            )
+            flags.append(f"STALE: {carry.get('changed_source')} changed since it was written")
         if carry["fallback"]:
             flags.append(f"FALLBACK: {carry['reason']}")
         if carry.get("unrecognised_sections"):
@@ -415,7 +426,12 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
             f"{_ago(session['age_seconds'])} ago): compacts at ~{session['compacts']} tokens "
             f"({session['source']}), hand-off at {session['hand_off']}, used {session['used']}"
         )
-    lines.append("health: " + ("ok" if report["healthy"] else "; ".join(report["problems"])))
+    # The model's reason (often several hundred characters) is on the model line; once is enough.
+    problems = [
+        "model degraded (see the model line)" if problem.startswith("model degraded:") else problem
+        for problem in report["problems"]
+    ]
+    lines.append("health: " + ("ok" if report["healthy"] else "; ".join(problems)))
     for step in report.get("next") or ():
         lines.append(f"next: {step}")
     return "\n".join(lines)

@@ -35,6 +35,7 @@ from carryd.daemon.indexer.sync_child import sync_root_forked
 from carryd.daemon.indexer.verifying import repair_root, verify_root
 from carryd.daemon.layout import list_workspaces
 from carryd.daemon.recall.access import LocalRecall, ThreadRecall
+from carryd.index.errors import CarrydError
 
 if TYPE_CHECKING:
     from carryd.daemon.config import Settings
@@ -254,7 +255,10 @@ class Worker:
                         self.tasks_run += 1
                 except Exception as error:  # noqa: BLE001 — one bad batch must not end the daemon
                     label = item if isinstance(item, str) else f"batch of {len(item.paths)} paths"
-                    log.exception("%s failed", label)
+                    if isinstance(error, CarrydError):  # says what is wrong: no traceback
+                        log.error("%s failed: %s", label, error)
+                    else:
+                        log.exception("%s failed", label)
                     if self._on_error is not None:
                         self._on_error(str(label), error)
                 finally:

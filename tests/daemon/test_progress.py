@@ -82,6 +82,33 @@ def test_cold_index_prints_plain_progress_lines_when_stderr_is_not_a_terminal(
     assert "\r" not in result.stderr
 
 
+def test_a_cold_index_of_many_files_shows_its_parsing_too(tmp_path: Path) -> None:
+    """Parsing thousands of entries takes many seconds before the first embedding line (or
+    the whole run, with no model): a log used to see nothing for 44 s."""
+    root = tmp_path / "root"
+    for number in range(120):
+        write_root(root / f"w{number}", 3)
+    config = tmp_path / "config.toml"
+    config.write_text("[model]\nallow_download = false\n")
+    env = {k: v for k, v in os.environ.items() if k != "CARRYD_MODEL_PATH"}
+    result = subprocess.run(
+        index_command(root, "--config", str(config)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "carryd: parsing: 1/120 files (0%)" in result.stderr
+    assert "carryd: parsing: 120/120 files (100%)" in result.stderr
+    assert "embedding:" not in result.stderr  # no model: nothing to show there
+    small = write_root(tmp_path / "small", 5)
+    quiet = subprocess.run(
+        index_command(small, "--config", str(config)), capture_output=True, text=True, env=env
+    )
+    assert "parsing:" not in quiet.stderr  # one file parses in a blink
+
+
 def test_cold_index_with_json_prints_no_progress(tmp_path: Path, use_model: Path) -> None:
     root = write_root(tmp_path / "root", 60)
     result = subprocess.run(

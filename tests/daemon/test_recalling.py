@@ -411,6 +411,7 @@ def test_cli_a_bad_batch_line_names_its_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "MEMORY.md").write_text("# Defaults\n", encoding="utf-8")
     batch = tmp_path / "batch.jsonl"
     batch.write_text('{"query": "ok"}\n{"workspace": "w"}\n', encoding="utf-8")
     assert main(["recall", "--batch", str(batch), "--root", str(tmp_path / "root")]) == 2

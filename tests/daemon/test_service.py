@@ -386,6 +386,10 @@ def test_install_reports_the_failing_command_and_its_stderr(
     assert "`systemctl --user daemon-reload` failed with exit code 1" in err
     assert "Failed to connect to bus: No medium found" in err
     assert len(runner.commands) == 1
+    # No user bus (ssh, sudo, a container): say the unit was written and what to do instead.
+    unit = Path(os.environ["XDG_CONFIG_HOME"]) / "systemd" / "user" / "carryd.service"
+    assert f"the unit is written ({unit})" in err
+    assert "loginctl enable-linger" in err and f"carryd run --root {root.resolve()}" in err
 
 
 def test_install_refuses_a_missing_root(tmp_path: Path) -> None:

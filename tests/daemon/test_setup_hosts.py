@@ -159,6 +159,8 @@ def test_a_settings_file_that_is_not_an_object_is_refused() -> None:
 def memory(tmp_path: Path) -> Path:
     root = tmp_path / "memory"
     (root / "webshop" / "handoff").mkdir(parents=True)
+    # A root holds Markdown (`layout.check_root`): setup refuses a folder that is not one.
+    (root / "webshop" / "PLAN.md").write_text("# Plan\n", encoding="utf-8")
     return root
 
 

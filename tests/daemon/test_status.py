@@ -145,7 +145,7 @@ def test_status_report_healthy_then_stale_fallback_and_degraded(
     write_source(root, "proj/notes.md", 2500)
     report = status_report(settings, now=3000)
     assert not report["healthy"]
-    assert report["problems"] == ["carry proj: stale (proj/notes.md is newer by 500.0 s)"]
+    assert report["problems"] == ["carry proj: stale (proj/notes.md changed since)"]
 
     write_carry(root, "proj", 2600, fallback=True)
     report = status_report(settings, now=3000)
@@ -357,14 +357,16 @@ def test_an_index_run_in_progress_or_cut_short_is_reported_with_counts(root: Pat
     assert not report["healthy"]
     assert report["indexing"]["running"] is True
     assert report["problems"] == [
-        f"indexing in progress (pid {os.getpid()}): 512 of 2000 entries embedded, "
-        "26 of 100 files committed; the index is partial"
+        f"indexing in progress (pid {os.getpid()}): this run has embedded 512 of the 2000 "
+        "entries it embeds, committed 26 of 100 files; the index is partial"
     ]
     assert "indexing: indexing in progress" in render_text(report, now=3000)
     write_indexing(settings, {**progress, "pid": 2**22 + 12345})  # no such process
     report = status_report(settings, now=3000)
     assert report["indexing"]["interrupted"] is True
-    assert "stopped before finishing: 512 of 2000 entries embedded" in report["problems"][0]
+    assert "stopped before finishing: this run has embedded 512 of the 2000" in (
+        report["problems"][0]
+    )
     assert any("carryd index" in step for step in report["next"])
 
 

@@ -294,6 +294,7 @@ def _mode(path: Path) -> int:
 @pytest.mark.parametrize("umask", [0o000, 0o022, 0o077])
 def test_the_index_and_its_folder_are_private_whatever_the_umask(tmp_path: Path, umask: int):
     db = tmp_path / "root" / ".carryd" / "index.sqlite"
+    db.parent.parent.mkdir()  # the root exists; the store makes only its state folder
     previous = os.umask(umask)
     try:
         with Store.open(db) as opened:
