@@ -53,12 +53,17 @@ _PLACEHOLDER = re.compile(
         \*+ | x{3,} | \.{3} | … | -+ | _+ | <.* | \$\{?[A-Za-z_][A-Za-z0-9_]*\}? | \{\{.*\}\}
         | %\(?[A-Za-z_]*\)?s? | null | none | nil | true | false | empty | redacted | hidden
         | required | optional | string | your[_-]?\w* | changeme_placeholder
+        | password | passwd | pass | secret | changeme | example
     )$"""
 )
+# Eight of one character in a row: a placeholder (`sk_live_xxxxxxxx…`), never a real key.
+REPEATED = re.compile(r"(.)\1{7}")
 
 
 def _not_placeholder(value: str) -> bool:
-    return MARKER_PREFIX not in value and not _PLACEHOLDER.match(value)
+    return (
+        MARKER_PREFIX not in value and not _PLACEHOLDER.match(value) and not REPEATED.search(value)
+    )
 
 
 _PATH = re.compile(r"^(?:~|\.{1,2})?/[\w.\-/]*$")

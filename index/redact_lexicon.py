@@ -1,0 +1,391 @@
+"""What marks a credential by its context, and what a random secret value looks like.
+
+Labels: the words people write before a password or a token, in many languages; names: the
+parts of an identifier (`db_password`, `datadog.apiKey`, `SECRET_KEY_BASE`) that say it holds a
+secret. Values: `secret_like` and `random_like` tell a generated credential from a word, a
+number, a path, a placeholder or a value with a visible pattern (`0123456789abcdef`). Guards:
+`public_shape` names the random-looking strings that are public by their shape (UUIDs, digests,
+content ids, ARNs, ULIDs) and must survive. Everything here is pure and linear in its input.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+
+from carryd.index.redact_rules import password_value
+
+# Words for "password" (and PIN-like passcodes) in the languages notes are written in.
+PASSWORD_LABELS = (
+    "password",
+    "passwort",
+    "passphrase",
+    "passcode",
+    "kennwort",
+    "mot de passe",
+    "mdp",
+    "contraseña",
+    "contrasena",
+    "contraseñas",
+    "senha",
+    "пароль",
+    "пароля",
+    "wachtwoord",
+    "lösenord",
+    "losenord",
+    "hasło",
+    "haslo",
+    "heslo",
+    "jelszó",
+    "jelszo",
+    "parola",
+    "parolă",
+    "salasana",
+    "adgangskode",
+    "passord",
+    "κωδικός",
+    "συνθηματικό",
+    "סיסמה",
+    "סיסמא",
+    "كلمة المرور",
+    "كلمة السر",
+    "رمز عبور",
+    "पासवर्ड",
+    "şifre",
+    "sifre",
+    "parolası",
+    "mật khẩu",
+    "kata sandi",
+    "kata laluan",
+    "รหัสผ่าน",
+    "パスワード",
+    "暗証番号",
+    "비밀번호",
+    "암호",
+    "密码",
+    "密碼",
+    "口令",
+    "geslo",
+    "lozinka",
+    "šifra",
+    "parool",
+    "slaptažodis",
+    "parole",
+    "passwd",
+    "pwd",
+)
+# Words for a token, key, secret or credential.
+TOKEN_LABELS = (
+    "token",
+    "jeton",
+    "токен",
+    "トークン",
+    "토큰",
+    "令牌",
+    "權杖",
+    "secret",
+    "secreto",
+    "segreto",
+    "geheimnis",
+    "sekret",
+    "секрет",
+    "シークレット",
+    "시크릿",
+    "机密",
+    "api key",
+    "apikey",
+    "api-key",
+    "api 키",
+    "api キー",
+    "clé",
+    "clef",
+    "schlüssel",
+    "chave",
+    "clave",
+    "chiave",
+    "sleutel",
+    "nyckel",
+    "klucz",
+    "klíč",
+    "kľúč",
+    "anahtar",
+    "anahtarı",
+    "kulcs",
+    "avain",
+    "nøgle",
+    "nøkkel",
+    "ключ",
+    "ключа",
+    "कुंजी",
+    "टोकन",
+    "مفتاح",
+    "رمز",
+    "키",
+    "キー",
+    "密钥",
+    "密鑰",
+    "秘钥",
+    "私钥",
+    "秘密鍵",
+    "鍵",
+    "凭证",
+    "凭据",
+    "credential",
+    "credentials",
+    "access key",
+    "server key",
+    "license key",
+    "licence key",
+    "app password",
+    "auth key",
+    "signing key",
+    "master key",
+    "private key",
+    "secret key",
+    "session key",
+    "recovery code",
+    "recovery codes",
+    "backup codes",
+    "key",
+)
+# A key word right after these is not a credential label (a cache key, a table's primary key).
+NOT_CREDENTIAL_BEFORE_KEY = re.compile(
+    r"(?i)(?:cache|primary|foreign|sort|partition|composite|idempotency|hash|dedup|"
+    r"routing|lookup|map|dict|object|public|host|ssh host|gpg|registry|row|shard|index|"
+    r"unique|natural|surrogate|join|group|media|music|piano|api key id|keyboard)[ _-]?$"
+)
+
+# Parts of an identifier that say it holds a secret (compared on lowercase parts).
+SECRET_PARTS = frozenset(
+    {
+        "password",
+        "passwd",
+        "passphrase",
+        "pass",
+        "pwd",
+        "pw",
+        "secret",
+        "secrets",
+        "token",
+        "tokens",
+        "key",
+        "apikey",
+        "authkey",
+        "credential",
+        "credentials",
+        "creds",
+        "auth",
+        "mnemonic",
+        "seed",
+        "privatekey",
+        "storepass",
+        "keypass",
+        "srcstorepass",
+        "deststorepass",
+        "passin",
+        "passout",
+        "license",
+        "licence",
+        "sessid",
+        "jsessionid",
+        "phpsessid",
+        "sid",
+        "cookie",
+        "signature",
+        "salt",
+        "pepper",
+        "otp",
+        "totp",
+        "pin",
+    }
+)
+# Parts that make a name public or not a value at all, whatever else it holds.
+PUBLIC_PARTS = frozenset(
+    {
+        "public",
+        "pub",
+        "pubkey",
+        "publickey",
+        "fingerprint",
+        "ref",
+        "path",
+        "file",
+        "url",
+        "uri",
+        "host",
+        "name",
+        "user",
+        "username",
+        "type",
+        "hash",
+        "length",
+        "len",
+        "size",
+        "expires",
+        "expiry",
+        "ttl",
+        "policy",
+        "prompt",
+        "field",
+        "column",
+        "env",
+        "arn",
+        "region",
+        "count",
+        "max",
+        "min",
+        "timeout",
+        "format",
+        "mode",
+        "id",
+        "sha",
+        "algorithm",
+    }
+)
+# `id` makes a name public (`key_id`, `accessKeyId`) except in these, whose values people treat
+# as secrets too.
+_SECRET_WITH_ID = ("private_key_id", "privatekeyid", "secretkeyid")
+
+_NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+
+
+def name_parts(name: str) -> list[str]:
+    """Given an identifier (`datadog.apiKey`, `SECRET_KEY_BASE`), return its lowercase parts."""
+    return [part.lower() for part in _NAME_PARTS.findall(name)]
+
+
+def secret_name(name: str) -> bool:
+    """Given an identifier, return whether it names a secret: one of its parts (or its whole
+    lowercase form) is a secret word and none makes it public."""
+    if len(name) > 80:
+        return False
+    lowered = name.lower()
+    if any(marker in lowered for marker in _SECRET_WITH_ID):
+        return True
+    parts = name_parts(name)
+    if not parts or PUBLIC_PARTS.intersection(parts):
+        return False
+    compact = re.sub(r"[^a-z]", "", lowered)
+    return bool(SECRET_PARTS.intersection(parts)) or compact.endswith(
+        ("password", "passwd", "secret", "token", "apikey", "storepass", "keypass")
+    )
+
+
+def entropy(value: str) -> float:
+    """Given a string, return its Shannon entropy in bits per character."""
+    if not value:
+        return 0.0
+    counts = Counter(value)
+    return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+
+
+def _patterned(value: str) -> bool:
+    """Given a string, return whether it has a visible pattern: many neighbours one code point
+    apart (`0123456789abcdef`, `fedcba98`) or one character repeated."""
+    if len(value) < 8:
+        return False
+    steps = sum(1 for a, b in zip(value, value[1:], strict=False) if abs(ord(a) - ord(b)) <= 1)
+    return steps >= 0.4 * (len(value) - 1)
+
+
+def _class_of(character: str) -> int:
+    return (
+        0 if character.isdigit() else 1 if character.isupper() else 2 if character.islower() else 3
+    )
+
+
+def _transitions(value: str) -> int:
+    """Given a string, return how often neighbouring characters differ in class (digit,
+    upper, lower, other): about 60% of neighbours in a random key, 20% in joined words."""
+    classes = [_class_of(character) for character in value]
+    return sum(1 for a, b in zip(classes, classes[1:], strict=False) if a != b)
+
+
+def random_like(value: str, minimum: int = 16) -> bool:
+    """Given a string, return whether it reads like generated key material: long enough, with
+    letters and digits (or two letter cases), the entropy of random characters for its
+    alphabet, and no visible pattern."""
+    if len(value) < minimum or _patterned(value):
+        return False
+    letters = sum(character.isalpha() for character in value)
+    digits = sum(character.isdigit() for character in value)
+    upper = sum(character.isupper() for character in value)
+    lower = sum(character.islower() for character in value)
+    classes = (digits > 0) + (upper > 0) + (lower > 0)
+    if classes < 2 or letters == 0 or _transitions(value) < 0.25 * (len(value) - 1):
+        return False  # words joined in camelCase or with a number change class rarely
+    if re.fullmatch(r"[0-9a-fA-F]+", value):
+        # Hex: 16 symbols, a random string has ~4 bits each (less when short).
+        return entropy(value) >= min(3.5, math.log2(len(value)) - 0.7)
+    threshold = min(4.0, math.log2(len(value)) - 0.9) if classes == 3 else 3.4
+    return entropy(value) >= min(threshold, math.log2(len(value)) - 0.9)
+
+
+def credential_value(value: str, quoted: bool, password: bool) -> bool:
+    """Given a value a label or a secret name points at, return whether it is the credential:
+    secret-like, and holding a digit (a password) or random-looking (a token, a key)."""
+    if not secret_like(value, quoted):
+        return False
+    if random_like(value, 12):
+        return True
+    has_digit = any(character.isdigit() for character in value)
+    has_letter = any(character.isalpha() for character in value)
+    if password:
+        return has_digit or (quoted and len(value) >= 12)
+    return has_digit and has_letter and len(value) >= 12 and entropy(value) >= 3.2
+
+
+def secret_like(value: str, quoted: bool = False) -> bool:
+    """Given a value next to a secret's label, return whether it can be the secret: not a
+    placeholder, path or prose word; 6+ characters holding a digit or a symbol beside letters,
+    or random-looking."""
+    if len(value) < 6 or len(value) > 4096 or public_shape(value):
+        return False
+    if not (password_value(value) or (quoted and password_value(re.sub(r"[(\[{]", "", value)))):
+        return False  # a code expression, a path, a placeholder; a quoted value may hold `(`
+    if any(unicodedata.east_asian_width(character) in ("W", "F") for character in value):
+        return False
+    if value.startswith(("$", "%", "<", "{", "-")) or value.endswith(":") or "://" in value:
+        return False
+    if random_like(value, 12):
+        return True
+    has_letter = any(character.isalpha() for character in value)
+    has_digit = any(character.isdigit() for character in value)
+    has_symbol = any(not character.isalnum() for character in value[1:-1])
+    mixed_case = any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
+    if value.isdigit() or not has_letter:
+        return len(value) >= 10 and not value.isdigit() and entropy(value) >= 3.0
+    if not (has_digit or has_symbol or mixed_case):
+        # One bare word: a secret only if it is long and reads random (an app password).
+        return (
+            len(value) >= 12
+            and value.islower()
+            and entropy(value) >= 3.3
+            and re.search(r"[^aeiou]{5}", value) is not None
+        )
+    return has_digit or has_symbol or mixed_case
+
+
+_PUBLIC_SHAPES = re.compile(
+    r"""(?x)^(?:
+        (?:sha1|sha224|sha256|sha384|sha512|sha3-\d+|md5|blake2b?|h1|xxh\d*)[:\-=].*  # digests
+      | arn:aws[a-z-]*:.*                                  # ARNs
+      | Qm[1-9A-HJ-NP-Za-km-z]{44}                         # IPFS content id v0
+      | ba[fg][a-z2-7]{50,}                                # IPFS content id v1
+      | 0[0-9A-HJKMNP-TV-Z]{25}                            # ULID
+      | (?:bc1|tb1|ltc1)[02-9ac-hj-np-z]{20,}              # bech32 addresses (public)
+      | age1[02-9ac-hj-np-z]{50,}                          # age public key
+      | (?:npub|nevent|note)1[02-9ac-hj-np-z]{20,}
+      | (?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+)\b.*
+      | data:[\w/+.-]+;base64,.*
+    )$"""
+)
+
+
+def public_shape(value: str) -> bool:
+    """Given a random-looking string, return whether its shape says it is public: a prefixed
+    digest, an ARN, a content id, a ULID, an address or public key, a data URI. (A UUID is
+    public by itself, but next to a secret's name it is the secret: Heroku's API keys.)"""
+    return bool(_PUBLIC_SHAPES.match(value))
