@@ -56,22 +56,19 @@ from functools import cache
 
 from carryd.index.redact_command import find_on_command_lines
 from carryd.index.redact_context import find_by_context
-from carryd.index.redact_finding import MAX_VALUE
+from carryd.index.redact_finding import MAX_VALUE, Retries
 from carryd.index.redact_lexicon import public_shape
 from carryd.index.redact_material import find_material, public_spans
 from carryd.index.redact_rules import (
-    CJK_NAMES,
     MARKER_PREFIX,
     REPEATED,
     Rule,
     all_rules,
     all_triggers,
-    password_value,
-    secret_names,
     token_triggers,
-    token_value,
 )
 from carryd.index.redact_shape import find_by_shape
+from carryd.index.redact_table import table_secrets
 
 __all__ = ["MARKER_PREFIX", "Secret", "find_secrets", "redact"]
 
@@ -101,9 +98,7 @@ def find_secrets(text: str) -> list[Secret]:
         (start, end, index, rules[index].kind)
         for start, end, index in _find(text, rules, present, None)
     ]
-    found.extend(
-        (start, end, index, _TABLE_KINDS[index]) for start, end, index in _table_secrets(text)
-    )
+    found.extend((start, end, _TABLE_RANK, kind) for start, end, kind in table_secrets(text))
     # A key wrapped over two lines: only when a token rule's trigger is there at all.
     joined = None if present.isdisjoint(token_triggers()) else _unwrapped(text)
     if joined is not None:
@@ -128,7 +123,8 @@ def find_secrets(text: str) -> list[Secret]:
     return _merge(text, _outside_public(text, found))
 
 
-_DETECTOR_RANK = 20_000
+# Table findings rank after every rule's, the detectors' after those.
+_TABLE_RANK, _DETECTOR_RANK = 10_000, 20_000
 
 
 def _outside_public(
@@ -186,40 +182,61 @@ def _find(
             for run_start, run_end in runs:
                 matches.extend(rule.pattern.finditer(text, run_start, run_end))
         elif rule.anchored and same_offsets:
-            reached = 0  # an anchor inside the last match's span finds nothing new
+            retries = Retries()
             for start in _anchors(lowered, rule.triggers):
-                if start < reached:
+                if not retries.allows(start):
                     continue
                 # A match never runs past its line nor past the longest value a rule takes.
                 line_end = text.find("\n", start, start + _ANCHOR_REACH)
                 stop = min(len(text), start + _ANCHOR_REACH) if line_end < 0 else line_end
                 match = rule.pattern.match(text, start, stop)
-                if match is not None:
-                    matches.append(match)
-                    reached = match.end()
+                if match is None:
+                    continue
+                span = _accepted(text, match, rule, breaks)
+                if span is None:
+                    retries.refused(match.end())
+                else:
+                    found.append((*span, rule_index))
+                    retries.accepted(span[1])
+            continue
         else:
             matches.extend(rule.pattern.finditer(text))
+        extended_to = 0  # a match inside the last one's extension adds nothing: linear time
         for match in matches:
-            start, end = _secret_span(match, rule.group)
-            if breaks is not None:
-                # A match may run on past a removed break only into the rest of a key.
-                ordered = _sorted_breaks(breaks)
-                for index in range(bisect_right(ordered, start), bisect_left(ordered, end)):
-                    if not _continues(text, ordered[index]):
-                        end = ordered[index]
-                        break
-            if (
-                start < end
-                and (rule.accept is None or rule.accept(text[start:end]))
-                and not REPEATED.search(text, start, end)
-            ):
-                if rule.extend:
-                    end = _token_end(text, end, breaks)
-                found.append((start, end, rule_index))
+            if match.start() < extended_to:
+                continue
+            span = _accepted(text, match, rule, breaks)
+            if span is not None:
+                found.append((*span, rule_index))
+                extended_to = span[1] if rule.extend else extended_to
     return found
 
 
 _ANCHOR_REACH = 2 * MAX_VALUE
+
+
+def _accepted(
+    text: str, match: re.Match[str], rule: Rule, breaks: frozenset[int] | None
+) -> tuple[int, int] | None:
+    """Given a rule's match, return the span of the secret it found (extended to its token's
+    end for a token rule), or None when the rule's value check refuses it."""
+    start, end = _secret_span(match, rule.group)
+    if breaks is not None:
+        # A match may run on past a removed break only into the rest of a key.
+        ordered = _sorted_breaks(breaks)
+        for index in range(bisect_right(ordered, start), bisect_left(ordered, end)):
+            if not _continues(text, ordered[index]):
+                end = ordered[index]
+                break
+    if (
+        start >= end
+        or (rule.accept is not None and not rule.accept(text[start:end]))
+        or REPEATED.search(text, start, end)
+    ):
+        return None
+    if rule.extend:
+        end = _token_end(text, end, breaks)
+    return start, end
 
 
 @cache
@@ -380,99 +397,3 @@ def _attaches(character: str) -> bool:
         or "\U0001f3fb" <= character <= "\U0001f3ff"
         or "\U000e0020" <= character <= "\U000e007f"
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Markdown tables: a label cell names the secret in the next cell, a header names a column.
-
-_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
-
-
-@cache
-def _table_labels() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """Given nothing, return (password label, token label): a whole cell naming a secret."""
-    passwords, tokens = secret_names()
-    markup = r"[*_`]{0,3}"
-
-    def label(names: str) -> re.Pattern[str]:
-        return re.compile(rf"(?i)^{markup}(?:{names})s?{markup}:?{markup}$")
-
-    cjk = "|".join(CJK_NAMES)
-    return label(passwords + rf"|\w{{0,6}}(?:{cjk})"), label(tokens)
-
-
-def _table_secrets(text: str) -> list[tuple[int, int, int]]:
-    """Given a text, return (start, end, stand-in rule index) of every table cell that holds
-    a secret by its row label or its column header."""
-    if "|" not in text:
-        return []
-    password_label, token_label = _table_labels()
-
-    def label_kind(cell: str) -> int | None:
-        if password_label.match(cell):
-            return 10_000
-        if token_label.match(cell):
-            return 10_001
-        return None
-
-    def secret_value(cell: str, kind: int) -> bool:
-        value = cell.strip("`")
-        if not value or any(character.isspace() for character in value):
-            return False
-        accepted: bool = password_value(value) if kind == 10_000 else token_value(value)
-        return accepted
-
-    lines = text.split("\n")
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line) + 1)
-    found: list[tuple[int, int, int]] = []
-    columns: dict[int, int] = {}  # column index -> kind, for the table being read
-    for number, line in enumerate(lines):
-        if "|" not in line:
-            columns = {}
-            continue
-        cells = _cells(line, offsets[number])
-        following = lines[number + 1] if number + 1 < len(lines) else ""
-        if _TABLE_SEPARATOR.match(following) and "|" in following:
-            # Keyed from the right: text before a row's first pipe (a list marker, a label)
-            # may add a cell on the left of the header only.
-            columns = {
-                index - len(cells): kind
-                for index, (_, _, cell) in enumerate(cells)
-                if (kind := label_kind(cell)) is not None
-            }
-            continue  # a header row holds labels, not values
-        if _TABLE_SEPARATOR.match(line):
-            continue
-        for index, (start, end, cell) in enumerate(cells):
-            kind = columns.get(index - len(cells))
-            if kind is None and index > 0:
-                kind = label_kind(cells[index - 1][2])
-            if kind is not None and secret_value(cell, kind):
-                found.append((start, end, kind))
-    return found
-
-
-def _cells(line: str, offset: int) -> list[tuple[int, int, str]]:
-    """Given a table line and its offset, return (start, end, stripped text) of its cells."""
-    cells: list[tuple[int, int, str]] = []
-    bounds = [index for index, character in enumerate(line) if character == "|"]
-    if not bounds:
-        return cells
-    edges = bounds if line.strip().startswith("|") else [-1, *bounds]
-    if not line.strip().endswith("|"):
-        edges = [*edges, len(line)]
-    for left, right in zip(edges, edges[1:], strict=False):
-        raw = line[left + 1 : right]
-        stripped = raw.strip()
-        if stripped:
-            start = left + 1 + raw.index(stripped)
-            cells.append((offset + start, offset + start + len(stripped), stripped))
-        else:
-            cells.append((offset + left + 1, offset + left + 1, ""))
-    return cells
-
-
-# Table findings are not rules; these stand-in rule indices sort after every rule's.
-_TABLE_KINDS = {10_000: "password", 10_001: "generic_api_key"}

@@ -14,7 +14,7 @@ from carryd.index.redact_lexicon import credential_value, random_like, secret_na
 
 __all__ = ["find_on_command_lines"]
 
-_FLAG = re.compile(r"(?<![\w\-])--?([A-Za-z][\w.\-]{1,40})(?:=|[ \t]{1,3})" + VALUE)
+_FLAG = re.compile(r"-{1,2}([A-Za-z][\w.\-]{1,40})(?:=|[ \t]{1,3})" + VALUE)
 _NOT_A_VALUE = ("env:", "file:", "fd:", "stdin", "-")
 
 # Tools whose short flag takes a password: (command words, flag, value attached to the flag).
@@ -33,6 +33,8 @@ def _flags(text: str) -> list[Finding]:
     """Given a text, return the values of flags whose name says they hold a secret."""
     found: list[Finding] = []
     for match in _FLAG.finditer(text):
+        if match.start() > 0 and _WORD.match(text, match.start() - 1):
+            continue
         if not secret_name(match.group(1)):
             continue
         span = value_span(match, 2)
@@ -87,37 +89,45 @@ def _lines_naming(text: str, lowered: str, commands: tuple[str, ...]) -> list[tu
     return lines
 
 
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+# (pattern, kind, run on the lowercased text, must start a word). Each pattern starts with a
+# literal, so the regex engine skips to it; a word boundary is checked after the match, since a
+# leading look-behind makes the engine try every position (twenty times slower on prose).
+_PATTERNS: tuple[tuple[re.Pattern[str], str, bool, bool], ...] = (
     # openssl -passin/-passout pass:VALUE
-    (re.compile(r"(?<![\w\-])pass:([^\s'\"`]{1,400})"), "password"),
+    (re.compile(r"pass:([^\s'\"`]{1,400})"), "password", False, True),
     # smbclient -U 'DOMAIN\user%password', rpcclient, winexe
-    (re.compile(r"(?<![\w\-])-U[ \t]{1,3}['\"]?[^\s%'\"]{1,100}%([^\s'\"]{1,400})"), "password"),
+    (re.compile(r"-U[ \t]{1,3}['\"]?[^\s%'\"]{1,100}%([^\s'\"]{1,400})"), "password", False, True),
     # Windows: net use Z: \\host\share PASSWORD /user:…, and /password:… arguments
     (
         re.compile(
-            r"(?i)\bnet[ \t]+use\b[^\n]{0,80}?\\\\[^\s]{1,200}"
-            r"[ \t]+([^\s/*][^\s]{0,200})[ \t]+/user:"
+            r"net[ \t]+use\b[^\n]{0,80}?\\\\[^\s]{1,200}[ \t]+([^\s/*][^\s]{0,200})[ \t]+/user:"
         ),
         "password",
+        True,
+        True,
     ),
-    (re.compile(r"(?i)(?<![\w\-])/(?:password|pass|pwd):([^\s'\"]{1,400})"), "password"),
+    (re.compile(r"/(?:password|pass|pwd):([^\s'\"]{1,400})"), "password", True, True),
     # `cargo login TOKEN`, `vault login TOKEN`, `… auth login TOKEN`
-    (re.compile(r"(?<![\w\-])login[ \t]{1,3}([A-Za-z0-9_\-.]{16,400})(?![\w\-])"), "token"),
+    (re.compile(r"login[ \t]{1,3}([A-Za-z0-9_\-.]{16,400})(?![\w\-])"), "token", False, True),
     # login("user", "password"), auth=("user", "password"), HTTPBasicAuth("user", "password")
     (
         re.compile(
-            r"(?i)(?:login|auth|basicauth|credentials?)[ \t]*(?:=[ \t]*)?\([ \t]*"
+            r"(?:login|auth|basicauth|credentials?)[ \t]*(?:=[ \t]*)?\([ \t]*"
             r"([\"'])[^\"'\n]{1,100}\1[ \t]*,[ \t]*([\"'])([^\"'\n]{4,400})\2"
         ),
         "password",
+        True,
+        False,
     ),
     # Authorization: <any scheme> <credentials> (Bearer, Basic, Token, SSWS, Bot, ApiKey, …)
     (
         re.compile(
-            r"(?i)\bauthorization[\"']?[ \t]*[:=]?[ \t]*[\"']?[A-Za-z][\w\-]{1,30}[ \t]{1,3}"
+            r"authorization[\"']?[ \t]*[:=]?[ \t]*[\"']?[a-z][\w\-]{1,30}[ \t]{1,3}"
             r"([^\s\"',;]{8,400})"
         ),
         "bearer_token",
+        True,
+        True,
     ),
 )
 
@@ -125,10 +135,15 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 def _patterns(text: str) -> list[Finding]:
     """Given a text, return what the fixed command-line and header patterns find."""
     found: list[Finding] = []
-    for pattern, kind in _PATTERNS:
-        for match in pattern.finditer(text):
+    lowered = text.lower()
+    if len(lowered) != len(text):
+        lowered = "".join(character.lower()[0] for character in text)
+    for pattern, kind, on_lowered, word_start in _PATTERNS:
+        for match in pattern.finditer(lowered if on_lowered else text):
+            if word_start and match.start() > 0 and _WORD.match(text, match.start() - 1):
+                continue
             group = match.lastindex or 0
-            value = match.group(group)
+            value = text[match.start(group) : match.end(group)]
             accepted = (
                 random_like(value, 16) if kind == "token" else credential_value(value, False, True)
             )
@@ -139,6 +154,9 @@ def _patterns(text: str) -> list[Finding]:
     return found
 
 
+_WORD = re.compile(r"[\w\-]")
+
+
 _COOKIE_LINE = re.compile(r"(?i)cookie|(?<![\w\-])-b[ \t]|--cookie")
 _COOKIE_PAIR = re.compile(r"(?<![\w.\-%])([\w.\-]{1,64})=([^\s;,'\"`]{8,400})")
 _COOKIE_ATTRIBUTES = frozenset({"path", "domain", "expires", "max-age", "samesite", "priority"})
@@ -147,6 +165,8 @@ _COOKIE_ATTRIBUTES = frozenset({"path", "domain", "expires", "max-age", "samesit
 def _cookies(text: str) -> list[Finding]:
     """Given a text, return the values of cookies on lines that set or send cookies."""
     found: list[Finding] = []
+    if "cookie" not in text.lower() and "-b" not in text:
+        return found
     position = 0
     for line in text.split("\n"):
         if _COOKIE_LINE.search(line):

@@ -12,7 +12,7 @@ import re
 import unicodedata
 from functools import cache
 
-from carryd.index.redact_finding import VALUE, Finding, Value, value_span
+from carryd.index.redact_finding import VALUE, Finding, Retries, Value, value_span
 from carryd.index.redact_lexicon import (
     NOT_CREDENTIAL_BEFORE_KEY,
     PASSWORD_LABELS,
@@ -21,6 +21,7 @@ from carryd.index.redact_lexicon import (
     random_like,
     secret_like,
     secret_name,
+    strong_password,
 )
 
 __all__ = ["find_by_context"]
@@ -32,72 +33,154 @@ def _wide(character: str) -> bool:
     )
 
 
-def _label_alternation(labels: tuple[str, ...]) -> str:
-    """Given labels, return a regex alternation: words in scripts with spaces are whole words,
-    CJK and Thai labels may stand inside a run of letters."""
-    pieces = []
-    for label in sorted(set(labels), key=lambda label: (-len(label), label)):
-        escaped = re.escape(label).replace(r"\ ", r"[ _-]?")
-        pieces.append(escaped if _wide(label[0]) else rf"(?<!\w){escaped}(?!\w)")
-    return "|".join(pieces)
-
-
 @cache
-def _label_pattern() -> re.Pattern[str]:
-    return re.compile(
-        rf"(?i)(?P<password>{_label_alternation(PASSWORD_LABELS)})"
-        rf"|(?P<token>{_label_alternation(TOKEN_LABELS)})"
-    )
+def _labels() -> tuple[dict[str, tuple[tuple[str, bool], ...]], tuple[tuple[str, bool], ...]]:
+    """Given nothing, return the labels in two forms: by first word (lowercase label, is a
+    password label) for labels made of letters in scripts that separate words, and a list of
+    the others (CJK, Thai, Devanagari, mixed), which stand inside runs of letters. A label of
+    several words is also taken joined by `_`, `-` or nothing."""
+    variants: dict[str, bool] = {}
+    for is_password, kind_labels in ((False, TOKEN_LABELS), (True, PASSWORD_LABELS)):
+        for label in kind_labels:
+            lowered = label.lower()
+            for joined in (lowered, lowered.replace(" ", "_"), lowered.replace(" ", "-")):
+                variants.setdefault(joined, is_password)
+            if not _wide(label[0]):
+                variants.setdefault(lowered.replace(" ", ""), is_password)
+    by_first_word: dict[str, list[tuple[str, bool]]] = {}
+    inside_words: list[tuple[str, bool]] = []
+    for label, is_password in variants.items():
+        words = _LETTERS.findall(label)
+        if words and "".join(words) == re.sub(r"[ _-]", "", label) and not _wide(label[0]):
+            by_first_word.setdefault(words[0], []).append((label, is_password))
+        else:
+            inside_words.append((label, is_password))
+    ordered = {
+        word: tuple(sorted(labels, key=lambda item: -len(item[0])))
+        for word, labels in by_first_word.items()
+    }
+    return ordered, tuple(inside_words)
+
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+def _label_at(
+    lowered: str, position: int, candidates: tuple[tuple[str, bool], ...]
+) -> list[tuple[int, int, bool]]:
+    """Given a lowercase text, a word start and the labels that begin with that word (longest
+    first), return the one that stands there as whole words, if any."""
+    for label, is_password in candidates:
+        end = position + len(label)
+        if lowered.startswith(label, position) and not (
+            end < len(lowered) and lowered[end].isalnum()
+        ):
+            return [(position, end, is_password)]
+    return []
+
+
+def _label_hits(text: str) -> list[tuple[int, int, bool]]:
+    """Given a text, return (start, end, is a password label) of every label in it, sorted,
+    a label inside a longer one left out. Words are looked up in a table (a regex alternation
+    of a few hundred labels costs twenty times more on prose); labels that stand inside runs of
+    letters are searched for only in a text that is not ASCII."""
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a letter whose lowercase is longer (`İ`): offsets differ
+        lowered = "".join(character.lower()[0] for character in text)
+    by_first_word, inside_words = _labels()
+    hits: list[tuple[int, int, bool]] = []
+    for word in by_first_word.keys() & set(_LETTERS.findall(lowered)):
+        position = lowered.find(word)
+        while position >= 0:
+            if not (position > 0 and lowered[position - 1].isalnum()):
+                hits.extend(_label_at(lowered, position, by_first_word[word]))
+            position = lowered.find(word, position + 1)
+    if not text.isascii():
+        for label, is_password in inside_words:
+            position = lowered.find(label)
+            while position >= 0:
+                hits.append((position, position + len(label), is_password))
+                position = lowered.find(label, position + 1)
+    hits.sort(key=lambda hit: (hit[0], -hit[1]))
+    kept: list[tuple[int, int, bool]] = []
+    for hit in hits:
+        if not kept or hit[0] >= kept[-1][1]:
+            kept.append(hit)
+    return kept
 
 
 # After a label: a short filler (`for the server account`, `(valid 90 days)`), a separator and
 # the value; or the value right after the label.
+# The verbs that stand for a colon: "is" in English, Dutch, French, German, Spanish,
+# Portuguese, Italian, Swedish, Norwegian, Danish, Polish, Czech, Slovak, Croatian, Greek.
+_IS = r"\s(?:is|est|ist|es|é|è|er|är|jest|je|to|είναι|là)\s"
+_AFTER_SEPARATOR = r"[^\S\n]{0,3}[*_]{0,2}[^\S\n]{0,2}" + VALUE
 _SEPARATED = re.compile(
-    r"[^\n:：=。，;；`\"@/]{0,48}?(?:[:：=]|→|->|\s(?:is|est|ist|es|é|er|är|jest|je|là|là)\s|是|为|為|は)"
-    r"[^\S\n]{0,3}[*_]{0,2}[^\S\n]{0,2}" + VALUE
+    # Right after the label any separator; after a filler a colon only with a space after it
+    # (`key arn:aws:…` is not `key: arn…`).
+    r"(?:[^\S\n]{0,3}(?:[:：=]|→|->|是|为|為|は)"
+    rf"|[^\n:：=。，;；`\"@/]{{1,48}}?(?:[:：](?=\s)|=|→|->|{_IS}|是|为|為|は))" + _AFTER_SEPARATOR
 )
 _ADJACENT = re.compile(r"[^\S\n]{1,3}" + VALUE)
+# A label, up to three short words, a value (`heslo k routeru X`): taken only when the value
+# is a strong password (see `_acceptable`).
+_NEAR = tuple(
+    re.compile(rf"(?:[^\S\n]{{1,3}}[^\s:：=`\"'.,;()]{{1,20}}){{{words}}}[^\S\n]{{1,3}}" + VALUE)
+    for words in (1, 2, 3)
+)
 _LINE_END = re.compile(r"[^\n:：=。，;；`\"]{0,48}?[:：][^\S\n]*(?=\n)")
 
 
 def _labelled(text: str) -> list[Finding]:
     """Given a text, return the values that follow a password or token label."""
     found: list[Finding] = []
-    covered = 0
-    for match in _label_pattern().finditer(text):
-        if match.start() < covered:
+    retries = Retries()
+    for start, position, is_password in _label_hits(text):
+        if not retries.allows(start):
             continue
-        is_password = match.lastgroup == "password"
-        if not is_password and _not_a_credential_key(text, match):
+        if not is_password and _not_a_credential_key(text, start, position):
             continue
-        position = match.end()
-        span = None
-        strong = False
-        separated = _SEPARATED.match(text, position)
-        if separated is not None:
-            span = value_span(separated, 1)
-        if span is None or not _acceptable(span, is_password, strong=False):
-            adjacent = _ADJACENT.match(text, position)
-            span = value_span(adjacent, 1) if adjacent is not None else None
-            strong = True
-        if span is not None and _acceptable(span, is_password, strong):
-            kind = "password" if is_password else "generic_api_key"
-            found.append(Finding(span[0], span[1], kind))
-            covered = span[1]
+        span, examined_end = _label_value(text, position, is_password)
+        if span is not None:
+            found.append(
+                Finding(span.start, span.end, "password" if is_password else "generic_api_key")
+            )
+            retries.accepted(span.end)
             continue
+        retries.refused(examined_end)
         introduced = _LINE_END.match(text, position)
         if introduced is not None:
-            found.extend(_introduced_lines(text, introduced.end() + 1))
+            lines = _introduced_lines(text, introduced.end() + 1)
+            found.extend(lines)
+            if lines:
+                retries.accepted(lines[-1].end)
     return found
 
 
-def _not_a_credential_key(text: str, match: re.Match[str]) -> bool:
-    """Given a token-label match, return whether it is the word `key` of a compound that is
+def _label_value(text: str, position: int, is_password: bool) -> tuple[Value | None, int]:
+    """Given the end of a label, return the secret value that follows it (after a separator,
+    right after the label, or a few words on for a password) or None, and how far was read."""
+    examined_end = position
+    candidates = [(_SEPARATED, False), (_ADJACENT, True)]
+    candidates += [(near, True) for near in _NEAR] if is_password else []
+    for pattern, strong in candidates:
+        match = pattern.match(text, position)
+        span = value_span(match, 1) if match is not None else None
+        if span is None:
+            continue
+        examined_end = max(examined_end, span.end)
+        if _acceptable(span, is_password, strong):
+            return span, examined_end
+    return None, examined_end
+
+
+def _not_a_credential_key(text: str, start: int, end: int) -> bool:
+    """Given a token label's span, return whether it is the word `key` of a compound that is
     not a credential (`cache key`, `primary key`, `public key`)."""
-    if not match.group().lower().endswith(("key", "키", "キー")):
+    if not text[start:end].lower().endswith(("key", "키", "キー")):
         return False
-    before = text[max(0, match.start() - 24) : match.start()]
-    return NOT_CREDENTIAL_BEFORE_KEY.search(before.rstrip()) is not None
+    before = text[max(0, start - 24) : start].rstrip(" _-").rsplit(None, 1)
+    return bool(before) and before[-1].lower().rsplit("_", 1)[-1] in NOT_CREDENTIAL_BEFORE_KEY
 
 
 def _acceptable(span: Value, is_password: bool, strong: bool) -> bool:
@@ -105,6 +188,8 @@ def _acceptable(span: Value, is_password: bool, strong: bool) -> bool:
     separator; a value with a digit (password) or a random one (token) right after a label."""
     if strong and not is_password:
         return random_like(span.text, 16)
+    if strong:
+        return strong_password(span.text, span.quoted)
     return credential_value(span.text, span.quoted, is_password)
 
 
@@ -150,13 +235,16 @@ _WEAK_PARTS = ("key", "auth", "sid", "pin", "salt", "seed", "license", "licence"
 def _assigned(text: str) -> list[Finding]:
     """Given a text, return the values assigned to names that say they hold a secret."""
     found: list[Finding] = []
-    covered = 0
+    retries = Retries()
     for match in _NAME_THEN_SIGN.finditer(text):
-        if match.start() < covered or not secret_name(match.group(1)):
+        if not secret_name(match.group(1)) or not retries.allows(match.start()):
             continue
         value = _VALUE_HERE.match(text, match.end())
         span = value_span(value, 1) if value is not None else None
-        if span is None or span.text.endswith((":", "|", ">", ">-", "|-")):
+        if span is None:
+            continue
+        retries.refused(span.end)
+        if span.text.endswith((":", "|", ">", ">-", "|-")):
             continue
         name = match.group(1).lower()
         weak = not any(
@@ -168,8 +256,8 @@ def _assigned(text: str) -> list[Finding]:
             else credential_value(span.text, span.quoted, "pass" in name or "pwd" in name)
         )
         if accepted:
-            found.append(Finding(span[0], span[1], "password" if "pass" in name else "secret"))
-            covered = span[1]
+            found.append(Finding(span.start, span.end, "password" if "pass" in name else "secret"))
+            retries.accepted(span.end)
     return found
 
 
@@ -216,7 +304,8 @@ def _markup(text: str) -> list[Finding]:
     if "<" not in text:
         return []
     found: list[Finding] = []
-    for pattern in (_XML_ELEMENT, _XML_PAIR):
+    patterns = (_XML_ELEMENT, _XML_PAIR) if "value" in text.lower() else (_XML_ELEMENT,)
+    for pattern in patterns:
         for match in pattern.finditer(text):
             name, value = match.group(1), match.group(2).strip()
             if secret_name(name.rsplit(":", 1)[-1]) and credential_value(value, True, True):

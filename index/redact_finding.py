@@ -56,3 +56,32 @@ def value_span(match: re.Match[str], first_group: int) -> Value | None:
                 value = stripped
             return Value(start, end, value, offset < 3) if value else None
     return None
+
+
+class Retries:
+    """Which starts (of labels, names, triggers) inside a value already judged to try: every
+    one past the value, and at most `limit` inside a refused one (`bold-password: **password**:
+    X` holds a second label whose value is the secret); none inside an accepted one. This keeps
+    a line such as `"token=" * N`, where every value holds the next start, linear in time."""
+
+    def __init__(self, limit: int = 2) -> None:
+        self.accepted_end = 0
+        self.refused_end = 0
+        self.tries = 0
+        self.limit = limit
+
+    def allows(self, start: int) -> bool:
+        """Given a start, return whether to try it, and count it."""
+        if start < self.accepted_end:
+            return False
+        if start >= self.refused_end:
+            self.tries = 0
+            return True
+        self.tries += 1
+        return self.tries <= self.limit
+
+    def accepted(self, end: int) -> None:
+        self.accepted_end = max(self.accepted_end, end)
+
+    def refused(self, end: int) -> None:
+        self.refused_end = max(self.refused_end, end)

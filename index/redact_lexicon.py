@@ -14,6 +14,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
+from functools import lru_cache
 
 from carryd.index.redact_rules import password_value
 
@@ -56,6 +57,9 @@ PASSWORD_LABELS = (
     "şifre",
     "sifre",
     "parolası",
+    "parolasi",
+    "şifresi",
+    "sifresi",
     "mật khẩu",
     "kata sandi",
     "kata laluan",
@@ -151,10 +155,44 @@ TOKEN_LABELS = (
     "key",
 )
 # A key word right after these is not a credential label (a cache key, a table's primary key).
-NOT_CREDENTIAL_BEFORE_KEY = re.compile(
-    r"(?i)(?:cache|primary|foreign|sort|partition|composite|idempotency|hash|dedup|"
-    r"routing|lookup|map|dict|object|public|host|ssh host|gpg|registry|row|shard|index|"
-    r"unique|natural|surrogate|join|group|media|music|piano|api key id|keyboard)[ _-]?$"
+NOT_CREDENTIAL_BEFORE_KEY = frozenset(
+    {
+        "cache",
+        "primary",
+        "foreign",
+        "sort",
+        "partition",
+        "composite",
+        "idempotency",
+        "hash",
+        "dedup",
+        "routing",
+        "lookup",
+        "map",
+        "dict",
+        "object",
+        "public",
+        "host",
+        "gpg",
+        "registry",
+        "row",
+        "shard",
+        "index",
+        "unique",
+        "natural",
+        "surrogate",
+        "join",
+        "group",
+        "media",
+        "music",
+        "piano",
+        "keyboard",
+        "license",
+        "product",
+        "s3",
+        "redis",
+        "json",
+    }
 )
 
 # Parts of an identifier that say it holds a secret (compared on lowercase parts).
@@ -256,6 +294,7 @@ def name_parts(name: str) -> list[str]:
     return [part.lower() for part in _NAME_PARTS.findall(name)]
 
 
+@lru_cache(maxsize=4096)
 def secret_name(name: str) -> bool:
     """Given an identifier, return whether it names a secret: one of its parts (or its whole
     lowercase form) is a secret word and none makes it public."""
@@ -281,46 +320,68 @@ def entropy(value: str) -> float:
     return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
 
 
+_SAMPLE = 128  # characters enough to see whether a value is random; bounds the cost
+_DIGIT = re.compile(r"[0-9]")
+_UPPER = re.compile(r"[A-Z]")
+_LOWER = re.compile(r"[a-z]")
+_NOT_ALNUM = re.compile(r"[^0-9A-Za-z]")
+# Neighbours of different classes (digit, upper, lower, other), counted by the regex engine.
+_CLASS_CHANGE = re.compile(
+    r"(?:(?<=[0-9])(?=[^0-9])|(?<=[A-Z])(?=[^A-Z])|(?<=[a-z])(?=[^a-z])"
+    r"|(?<=[^0-9A-Za-z])(?=[0-9A-Za-z]))"
+)
+_HEX_ONLY = re.compile(r"[0-9a-fA-F]+")
+
+
+def has_digit(value: str) -> bool:
+    return _DIGIT.search(value) is not None
+
+
 def _patterned(value: str) -> bool:
     """Given a string, return whether it has a visible pattern: many neighbours one code point
     apart (`0123456789abcdef`, `fedcba98`) or one character repeated."""
-    if len(value) < 8:
+    sample = value[:_SAMPLE]
+    if len(sample) < 8:
         return False
-    steps = sum(1 for a, b in zip(value, value[1:], strict=False) if abs(ord(a) - ord(b)) <= 1)
-    return steps >= 0.4 * (len(value) - 1)
-
-
-def _class_of(character: str) -> int:
-    return (
-        0 if character.isdigit() else 1 if character.isupper() else 2 if character.islower() else 3
-    )
-
-
-def _transitions(value: str) -> int:
-    """Given a string, return how often neighbouring characters differ in class (digit,
-    upper, lower, other): about 60% of neighbours in a random key, 20% in joined words."""
-    classes = [_class_of(character) for character in value]
-    return sum(1 for a, b in zip(classes, classes[1:], strict=False) if a != b)
+    codes = list(map(ord, sample))
+    steps = sum(1 for a, b in zip(codes, codes[1:], strict=False) if -1 <= a - b <= 1)
+    return steps >= 0.4 * (len(sample) - 1)
 
 
 def random_like(value: str, minimum: int = 16) -> bool:
     """Given a string, return whether it reads like generated key material: long enough, with
     letters and digits (or two letter cases), the entropy of random characters for its
-    alphabet, and no visible pattern."""
-    if len(value) < minimum or _patterned(value):
+    alphabet, no visible pattern, and the frequent changes of character class of random
+    characters (words joined in camelCase or with a number change class rarely). Judged on
+    its first `_SAMPLE` characters."""
+    if len(value) < minimum:
         return False
-    letters = sum(character.isalpha() for character in value)
-    digits = sum(character.isdigit() for character in value)
-    upper = sum(character.isupper() for character in value)
-    lower = sum(character.islower() for character in value)
-    classes = (digits > 0) + (upper > 0) + (lower > 0)
-    if classes < 2 or letters == 0 or _transitions(value) < 0.25 * (len(value) - 1):
-        return False  # words joined in camelCase or with a number change class rarely
-    if re.fullmatch(r"[0-9a-fA-F]+", value):
+    sample = value[:_SAMPLE]
+    digits = _DIGIT.search(sample) is not None
+    upper = _UPPER.search(sample) is not None
+    lower = _LOWER.search(sample) is not None
+    classes = digits + upper + lower
+    if classes < 2 or not (upper or lower) or _patterned(sample):
+        return False
+    if len(_CLASS_CHANGE.findall(sample)) < 0.25 * (len(sample) - 1):
+        return False
+    bits = entropy(sample)
+    if _HEX_ONLY.fullmatch(sample):
         # Hex: 16 symbols, a random string has ~4 bits each (less when short).
-        return entropy(value) >= min(3.5, math.log2(len(value)) - 0.7)
-    threshold = min(4.0, math.log2(len(value)) - 0.9) if classes == 3 else 3.4
-    return entropy(value) >= min(threshold, math.log2(len(value)) - 0.9)
+        return bits >= min(3.5, math.log2(len(sample)) - 0.7)
+    threshold = min(4.0, math.log2(len(sample)) - 0.9) if classes == 3 else 3.4
+    return bits >= min(threshold, math.log2(len(sample)) - 0.9)
+
+
+def strong_password(value: str, quoted: bool) -> bool:
+    """Given a value near a password label with no separator between them, return whether it
+    is unmistakably a password: 8+ characters with a digit and a letter, and a symbol inside
+    or both letter cases (a word or a number in a sentence is not)."""
+    if len(value) < 8 or not secret_like(value, quoted) or not has_digit(value):
+        return False
+    symbol = _NOT_ALNUM.search(value, 1, len(value) - 1) is not None
+    mixed = _UPPER.search(value) is not None and _LOWER.search(value) is not None
+    return symbol or mixed
 
 
 def credential_value(value: str, quoted: bool, password: bool) -> bool:
@@ -330,11 +391,11 @@ def credential_value(value: str, quoted: bool, password: bool) -> bool:
         return False
     if random_like(value, 12):
         return True
-    has_digit = any(character.isdigit() for character in value)
-    has_letter = any(character.isalpha() for character in value)
+    digit = has_digit(value)
     if password:
-        return has_digit or (quoted and len(value) >= 12)
-    return has_digit and has_letter and len(value) >= 12 and entropy(value) >= 3.2
+        return digit or (quoted and len(value) >= 12)
+    letter = _UPPER.search(value) is not None or _LOWER.search(value) is not None
+    return digit and letter and len(value) >= 12 and entropy(value) >= 3.2
 
 
 def secret_like(value: str, quoted: bool = False) -> bool:
@@ -345,19 +406,21 @@ def secret_like(value: str, quoted: bool = False) -> bool:
         return False
     if not (password_value(value) or (quoted and password_value(re.sub(r"[(\[{]", "", value)))):
         return False  # a code expression, a path, a placeholder; a quoted value may hold `(`
-    if any(unicodedata.east_asian_width(character) in ("W", "F") for character in value):
+    if not value.isascii() and any(
+        unicodedata.east_asian_width(character) in ("W", "F") for character in value
+    ):
         return False
     if value.startswith(("$", "%", "<", "{", "-")) or value.endswith(":") or "://" in value:
         return False
     if random_like(value, 12):
         return True
     has_letter = any(character.isalpha() for character in value)
-    has_digit = any(character.isdigit() for character in value)
-    has_symbol = any(not character.isalnum() for character in value[1:-1])
-    mixed_case = any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
+    digit = has_digit(value)
+    has_symbol = _NOT_ALNUM.search(value, 1, len(value) - 1) is not None
+    mixed_case = _UPPER.search(value, 1) is not None and _LOWER.search(value) is not None
     if value.isdigit() or not has_letter:
         return len(value) >= 10 and not value.isdigit() and entropy(value) >= 3.0
-    if not (has_digit or has_symbol or mixed_case):
+    if not (digit or has_symbol or mixed_case):
         # One bare word: a secret only if it is long and reads random (an app password).
         return (
             len(value) >= 12
@@ -365,7 +428,7 @@ def secret_like(value: str, quoted: bool = False) -> bool:
             and entropy(value) >= 3.3
             and re.search(r"[^aeiou]{5}", value) is not None
         )
-    return has_digit or has_symbol or mixed_case
+    return digit or has_symbol or mixed_case
 
 
 _PUBLIC_SHAPES = re.compile(

@@ -16,6 +16,25 @@ __all__ = ["find_material", "public_spans"]
 
 # 12-24 words of 3-8 lowercase letters separated by single spaces or line breaks.
 _WORDS = re.compile(r"(?<![\w\-])(?:[a-z]{3,8}(?:[ \t]|\r?\n){1,3}){11,23}[a-z]{3,8}(?![\w\-])")
+# Lowercase pieces one of which every `_MNEMONIC_CONTEXT` match holds: a cheap test first.
+_MNEMONIC_WORDS = (
+    "mnemonic",
+    "seed",
+    "recovery",
+    "phrase",
+    "wallet",
+    "bip",
+    "助记",
+    "助記",
+    "シード",
+    "ニーモニック",
+    "복구",
+    "시드",
+    "фраза",
+    "palabras",
+    "semilla",
+    "wörter",
+)
 _MNEMONIC_CONTEXT = re.compile(
     r"(?i)mnemonic|seed|recovery|phrase|wallet|bip-?39|passphrase|助记词|助記詞|シード|"
     r"ニーモニック|복구|시드|фраза|palabras|semilla|wörter|phrase secrète"
@@ -24,22 +43,47 @@ _MNEMONIC_CONTEXT = re.compile(
 
 def _mnemonics(text: str) -> list[Finding]:
     """Given a text, return the word lists that are seed phrases: 12-24 lowercase words on
-    lines of their own or in quotes, with a word that names a seed phrase before them (or
-    exactly 12/15/18/21/24 of them)."""
+    lines of their own or in quotes, with a word that names a seed phrase before them."""
     found: list[Finding] = []
-    for match in _WORDS.finditer(text):
-        count = len(match.group().split())
-        before = text[max(0, match.start() - 200) : match.start()]
-        line_start = text.rfind("\n", max(0, match.start() - 400), match.start()) + 1
-        prefix = text[line_start : match.start()]
-        standalone = not prefix.strip(" \t\"'`>*-") or prefix.rstrip().endswith(
-            (":", "=", '"', "'", "`")
-        )
-        if not standalone:
-            continue
-        if _MNEMONIC_CONTEXT.search(before) and count >= 12:
-            found.append(Finding(match.start(), match.end(), "mnemonic"))
+    for window_start, window_end in _after_context(text):
+        for match in _WORDS.finditer(text, window_start, window_end):
+            if _seed_phrase(text, match):
+                found.append(Finding(match.start(), match.end(), "mnemonic"))
     return found
+
+
+def _after_context(text: str) -> list[tuple[int, int]]:
+    """Given a text, return the spans (merged) from each word that names a seed phrase to
+    400 characters past it: the only places a seed phrase is looked for."""
+    lowered = text.lower()
+    starts: list[int] = []
+    for word in _MNEMONIC_WORDS:
+        position = lowered.find(word)
+        while position >= 0:
+            starts.append(position)
+            position = lowered.find(word, position + 1)
+    spans: list[tuple[int, int]] = []
+    for start in sorted(starts):
+        end = min(len(text), start + 600)
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
+    return spans
+
+
+def _seed_phrase(text: str, match: re.Match[str]) -> bool:
+    """Given a run of 12-24 lowercase words, return whether it stands as a seed phrase: on
+    lines of its own or after `:`, `=` or a quote, with a word naming one before it."""
+    count = len(match.group().split())
+    before = text[max(0, match.start() - 200) : match.start()]
+    window = max(0, match.start() - 400)  # a bounded look back: linear time
+    line_start = max(window, text.rfind("\n", window, match.start()) + 1)
+    prefix = text[line_start : match.start()]
+    standalone = not prefix.strip(" \t\"'`>*-") or prefix.rstrip().endswith(
+        (":", "=", '"', "'", "`")
+    )
+    return standalone and count >= 12 and _MNEMONIC_CONTEXT.search(before) is not None
 
 
 _BYTE_ARRAY = re.compile(

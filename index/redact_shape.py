@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from carryd.index.redact_finding import Finding
-from carryd.index.redact_lexicon import entropy, public_shape, random_like
+from carryd.index.redact_lexicon import entropy, has_digit, public_shape, random_like
 
 __all__ = ["find_by_shape"]
 
@@ -131,29 +131,38 @@ def _webhooks(text: str) -> list[Finding]:
 
 
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+# Words that make a random 40-character string public: it is a cache key, a digest, an id.
+_PUBLIC_CONTEXT = re.compile(
+    r"(?i)cache|etag|hash|digest|checksum|fingerprint|sha\d|commit|revision|nonce|"
+    r"request[ _-]?id|trace|build[ _-]?id|object[ _-]?id|content[ _-]?id|key[ _-]?id"
+)
 _AWS_CONTEXT = re.compile(r"(?i)aws|secret|akia|asia|credential")
 
 
 def _aws_secrets(text: str) -> list[Finding]:
-    """Given a text, return 40-character AWS-secret-shaped strings on a line (or after one)
-    that speaks of AWS or a secret; a bare one in other prose is a cache key or a digest."""
+    """Given a text, return the 40-character strings with the shape and randomness of an AWS
+    secret access key, unless the line so far (or the one before it) names them a cache key,
+    a digest or an id and says nothing of AWS or secrets."""
     found: list[Finding] = []
     for match in _AWS_SECRET.finditer(text):
         value = match.group()
-        if not (
-            any(character.isupper() for character in value)
-            and any(character.islower() for character in value)
-            and any(character.isdigit() for character in value)
-            and entropy(value) >= 4.3
+        if (
+            not (_UPPER.search(value) and _LOWER.search(value) and has_digit(value))
+            or entropy(value) < 4.3
         ):
             continue
         # The line so far and the one before it, at most 240 characters back.
         window = max(0, match.start() - 240)
         line_start = text.rfind("\n", window, match.start())
-        line_start = text.rfind("\n", window, max(window, line_start)) + 1
-        if _AWS_CONTEXT.search(text, max(window, line_start), match.start()):
+        line_start = max(window, text.rfind("\n", window, max(window, line_start)) + 1)
+        public = _PUBLIC_CONTEXT.search(text, line_start, match.start())
+        if public is None or _AWS_CONTEXT.search(text, line_start, match.start()):
             found.append(Finding(match.start(), match.end(), "aws_secret_key"))
     return found
+
+
+_UPPER = re.compile(r"[A-Z]")
+_LOWER = re.compile(r"[a-z]")
 
 
 def find_by_shape(text: str) -> list[Finding]:
