@@ -18,6 +18,7 @@ from carryd.index.redact_lexicon import (
     PASSWORD_LABELS,
     TOKEN_LABELS,
     credential_value,
+    path_like,
     random_like,
     secret_like,
     secret_name,
@@ -247,11 +248,13 @@ def _assigned(text: str) -> list[Finding]:
         if span.text.endswith((":", "|", ">", ">-", "|-")):
             continue
         name = match.group(1).lower()
+        if name.endswith("key") and _not_a_credential_key(text, match.start(1), match.end(1)):
+            continue
         weak = not any(
             strong in name for strong in ("pass", "pwd", "secret", "token", "mnemonic", "cred")
         ) and any(part in name for part in _WEAK_PARTS)
         accepted = (
-            random_like(span.text, 12)
+            random_like(span.text, 12) and not path_like(span.text)
             if weak
             else credential_value(span.text, span.quoted, "pass" in name or "pwd" in name)
         )

@@ -192,6 +192,10 @@ NOT_CREDENTIAL_BEFORE_KEY = frozenset(
         "s3",
         "redis",
         "json",
+        "site",
+        "publishable",
+        "pub",
+        "sorting",
     }
 )
 
@@ -306,6 +310,8 @@ def secret_name(name: str) -> bool:
     parts = name_parts(name)
     if not parts or PUBLIC_PARTS.intersection(parts):
         return False
+    if parts[-1] == "key" and len(parts) > 1 and parts[-2] in NOT_CREDENTIAL_BEFORE_KEY:
+        return False  # cache_key, primaryKey, object-key
     compact = re.sub(r"[^a-z]", "", lowered)
     return bool(SECRET_PARTS.intersection(parts)) or compact.endswith(
         ("password", "passwd", "secret", "token", "apikey", "storepass", "keypass")
@@ -398,6 +404,19 @@ def credential_value(value: str, quoted: bool, password: bool) -> bool:
     return digit and letter and len(value) >= 12 and entropy(value) >= 3.2
 
 
+def path_like(value: str) -> bool:
+    """Given a value, return whether it is a path or resource name made of words
+    (`projects/acme/secrets/db/versions/5`, `uploads/2026/11/x.png`), not base64."""
+    segments = value.strip("/").split("/")
+    if len(segments) < 3:
+        return False
+    words = sum(1 for segment in segments if segment.isdigit() or _WORD_SEGMENT.fullmatch(segment))
+    return words >= 2
+
+
+_WORD_SEGMENT = re.compile(r"[a-z][a-z_-]{2,}[a-z0-9]|[a-z]{1,3}")
+
+
 def secret_like(value: str, quoted: bool = False) -> bool:
     """Given a value next to a secret's label, return whether it can be the secret: not a
     placeholder, path or prose word; 6+ characters holding a digit or a symbol beside letters,
@@ -411,6 +430,8 @@ def secret_like(value: str, quoted: bool = False) -> bool:
     ):
         return False
     if value.startswith(("$", "%", "<", "{", "-")) or value.endswith(":") or "://" in value:
+        return False
+    if "/" in value and path_like(value):
         return False
     if random_like(value, 12):
         return True

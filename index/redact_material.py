@@ -36,8 +36,11 @@ _MNEMONIC_WORDS = (
     "wörter",
 )
 _MNEMONIC_CONTEXT = re.compile(
-    r"(?i)mnemonic|seed|recovery|phrase|wallet|bip-?39|passphrase|助记词|助記詞|シード|"
-    r"ニーモニック|복구|시드|фраза|palabras|semilla|wörter|phrase secrète"
+    r"(?i)mnemonic|seed[ _-]?(?:phrase|words)|(?:recovery|backup|secret|wallet)[ _-]?"
+    r"(?:recovery[ _-]?)?(?:phrase|words|seed)|wallet|bip-?39|助记词|助記詞|シードフレーズ|"
+    r"ニーモニック|복구 ?(?:구문|문구)|시드 ?(?:구문|문구)|сид-?фраза|фраза восстановления|"
+    r"frase (?:semilla|de recuperación)|palabras de recuperación|wiederherstellungs|phrase secrète|"
+    r"phrase de récupération"
 )
 
 
@@ -103,7 +106,7 @@ def _byte_arrays(text: str) -> list[Finding]:
 
 _HEX_KEY = re.compile(r"(?<![0-9A-Za-z])(?:0x)?[0-9a-fA-F]{64}(?![0-9A-Za-z])")
 _KEY_CONTEXT = re.compile(
-    r"(?i)priv|secret|seed|signing|wallet|keystore|mnemonic|passphrase|私钥|秘密鍵|개인\s?키|"
+    r"(?i)priv|secret|seed|signing|keystore|mnemonic|私钥|秘密鍵|개인\s?키|"
     r"приватн|privé|privado|privat"
 )
 

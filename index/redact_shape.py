@@ -66,6 +66,8 @@ _DIGEST_WORDS = frozenset(
         "image",
     }
 )
+# Prefixes of keys that are public by design: Stripe's and Mapbox's publishable keys.
+_PUBLIC_PREFIXES = frozenset({"pk", "pub", "npub"})
 _CARRYD_ID = re.compile(r"mem_[0-9a-fA-F]{32}")
 # Just before a run: what makes it a digest or a reference (`sha256:`, `h1:`, `@`, `#`).
 _DIGEST_BEFORE = re.compile(
@@ -79,6 +81,8 @@ def _run_kind(run: str) -> bool:
     if "/" in run or "+" in run or public_shape(run) or _CARRYD_ID.fullmatch(run):
         return False  # base64 blobs and paths are judged by their context, not their shape
     prefix = _PREFIX.match(run)
+    if prefix is not None and prefix.group()[:-1].lower() in _PUBLIC_PREFIXES:
+        return False
     if prefix is not None and prefix.group()[:-1].lower() not in _DIGEST_WORDS:
         body = run[prefix.end() :]
         if _HEX.fullmatch(body.replace("-", "").replace("_", "")):
@@ -108,11 +112,19 @@ def _shaped(text: str) -> list[Finding]:
         before = text[max(0, match.start() - 12) : match.start()]
         if _DIGEST_BEFORE.search(before):
             continue
+        line_start = max(0, text.rfind("\n", max(0, match.start() - 80), match.start()) + 1)
+        if _PUBLIC_WORDS.search(text, max(line_start, match.start() - 80), match.start()):
+            continue  # `wallet address 7xKX…`, `public key …`: public by what the line says
         if _run_kind(match.group()):
             found.append(Finding(match.start(), match.end(), "token"))
     return found
 
 
+# Words before a random token, on its line, that say it is public.
+_PUBLIC_WORDS = re.compile(
+    r"(?i)\b(?:address|public|pubkey|publishable|fingerprint|checksum|digest|hash|commit|txid|"
+    r"tx|transaction|block|signature|cid|etag|cache)\b"
+)
 _HOOK_URL = re.compile(
     r"(?i)https?://[^\s/]{1,200}/(?:[^\s/?#]{1,80}/){0,4}"
     r"(?:hooks?|webhooks?|services|triggers?|notify|incoming)/([^\s?#)>\]\"']{16,400})"
