@@ -119,6 +119,40 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str, bool, bool], ...] = (
         True,
         False,
     ),
+    # PowerShell: ConvertTo-SecureString 'VALUE' -AsPlainText
+    (
+        re.compile(
+            r"convertto-securestring[ \t]{1,3}(?:-string[ \t]{1,3})?[\"']([^\"'\n]{4,400})[\"']"
+        ),
+        "password",
+        True,
+        True,
+    ),
+    # echo 'VALUE' | docker login --password-stdin
+    (
+        re.compile(
+            r"echo[ \t]{1,3}[\"']?([^\s\"'|]{6,400})[\"']?[ \t]*\|[^|\n]{0,200}--password-stdin"
+        ),
+        "password",
+        False,
+        True,
+    ),
+    # net user NAME PASSWORD
+    (
+        re.compile(r"net[ \t]+user[ \t]+[^\s/]{1,64}[ \t]+([^\s/*][^\s]{5,200})"),
+        "password",
+        True,
+        True,
+    ),
+    # ~/.pgpass: host:port:database:user:password
+    (
+        re.compile(
+            r"(?m)^[\w.\-*]{1,200}:(?:\d{1,5}|\*):[\w.\-*]{1,200}:[\w.\-*@]{1,200}:([^\s:]{6,400})$"
+        ),
+        "password",
+        False,
+        False,
+    ),
     # Authorization: <any scheme> <credentials> (Bearer, Basic, Token, SSWS, Bot, ApiKey, …)
     (
         re.compile(
@@ -147,7 +181,7 @@ def _patterns(text: str) -> list[Finding]:
             accepted = (
                 random_like(value, 16) if kind == "token" else credential_value(value, False, True)
             )
-            if kind == "password" and group == 3:
+            if kind == "password" and (group == 3 or "securestring" in pattern.pattern):
                 accepted = len(value) >= 6 and not value.startswith(("$", "{", "%"))
             if accepted:
                 found.append(Finding(match.start(group), match.end(group), kind))

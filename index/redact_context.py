@@ -316,7 +316,42 @@ def _markup(text: str) -> list[Finding]:
     return found
 
 
+# A quoted secret name and a quoted value beside it, as in calls and maps:
+# `getenv("API_TOKEN", "…")`, `Map.of("password", "…")`, `("apiKey", "…")`.
+_QUOTED_PAIR = re.compile(
+    r"([\"'])([A-Za-z_][\w.\-]{1,62})\1[ \t]*,[ \t]*([\"'])([^\"'\n]{6,400})\3"
+)
+# A code-like secret name, a space, a random value: `set aws_secret_access_key …`,
+# `requirepass …` (redis.conf), `token_value …`.
+_NAME_SPACE_VALUE = re.compile(
+    r"(?<![\w.\-])([A-Za-z][A-Za-z0-9]{0,40}(?:[_.][A-Za-z0-9]{1,40}){1,6}"
+    r"|[a-z][a-z0-9]{0,20}(?:[A-Z][a-z0-9]{1,20}){1,4}|requirepass|masterauth)"
+    r"[ \t]{1,3}([^\s\"'`]{8,400})"
+)
+
+
+def _pairs(text: str) -> list[Finding]:
+    """Given a text, return values beside a quoted secret name, and random values a space
+    after a code-like secret name."""
+    found: list[Finding] = []
+    for match in _QUOTED_PAIR.finditer(text):
+        name, value = match.group(2), match.group(4)
+        if secret_name(name) and credential_value(value, True, "pass" in name.lower()):
+            found.append(Finding(match.start(4), match.end(4), "secret"))
+    for match in _NAME_SPACE_VALUE.finditer(text):
+        name, value = match.group(1), match.group(2)
+        if secret_name(name) and (random_like(value, 12) or strong_password(value, False)):
+            found.append(Finding(match.start(2), match.end(2), "secret"))
+    return found
+
+
 def find_by_context(text: str) -> list[Finding]:
     """Given a text, return the credentials that labels, secret names, block scalars and
     markup point at."""
-    return [*_labelled(text), *_assigned(text), *_block_scalars(text), *_markup(text)]
+    return [
+        *_labelled(text),
+        *_assigned(text),
+        *_block_scalars(text),
+        *_markup(text),
+        *_pairs(text),
+    ]

@@ -126,8 +126,9 @@ _PUBLIC_WORDS = re.compile(
     r"tx|transaction|block|signature|cid|etag|cache)\b"
 )
 _HOOK_URL = re.compile(
-    r"(?i)https?://[^\s/]{1,200}/(?:[^\s/?#]{1,80}/){0,4}"
-    r"(?:hooks?|webhooks?|services|triggers?|notify|incoming)/([^\s?#)>\]\"']{16,400})"
+    r"(?i)https?://[^\s/]{1,200}/(?:[^\s/?#]{1,80}/){0,4}?"
+    r"[^\s/?#]{0,30}(?:hook|services|trigger|notify|incoming)[^\s/?#]{0,30}/"
+    r"([^\s?#)>\]\"']{16,400})"
 )
 
 

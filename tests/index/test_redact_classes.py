@@ -83,6 +83,17 @@ def test_a_label_in_many_languages_names_its_secret(text: str, secret: str) -> N
         pytest.param(f"curl -b 'sessionid={T[7]}' https://app.test", T[7], id="cookie-flag"),
         pytest.param(f'smtp.login("ops@x.test", "{P[23]}")', P[23], id="login-call"),
         pytest.param(f"requests.get(url, auth=('bot', '{P[24]}'))", P[24], id="auth-tuple"),
+        pytest.param(f'os.getenv("DEPLOY_TOKEN", "{P[28]}")', P[28], id="quoted-name-pair"),
+        pytest.param(f"aws configure set aws_secret_access_key {T[8]}", T[8], id="name-space"),
+        pytest.param(f"requirepass {P[29]}", P[29], id="redis-conf"),
+        pytest.param(
+            f'$pw = ConvertTo-SecureString "{P[30]}" -AsPlainText -Force', P[30], id="powershell"
+        ),
+        pytest.param(
+            f"echo '{P[31]}' | docker login -u ci --password-stdin", P[31], id="password-stdin"
+        ),
+        pytest.param(f"net user svc_backup {P[32]} /add", P[32], id="net-user"),
+        pytest.param(f"db.internal:5432:shop:app:{P[33]}", P[33], id="pgpass-line"),
     ],
 )
 def test_a_secret_on_a_command_line_is_redacted(text: str, secret: str) -> None:
@@ -140,6 +151,12 @@ def test_a_table_column_named_for_a_secret_is_redacted() -> None:
 )
 def test_a_token_is_found_by_its_shape(token: str) -> None:
     _assert_redacted(f"- tried again with {token} and it worked", token)
+
+
+def test_the_secret_path_of_a_webhook_url_is_redacted() -> None:
+    secret = _draw("0123456789abcdef", 32)
+    text = f"Teams: https://acme.webhook.office.com/webhookb2/a1@b2/IncomingWebhook/{secret}/c3"
+    _assert_redacted(text, secret)
 
 
 def test_key_material_is_redacted() -> None:

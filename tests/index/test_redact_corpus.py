@@ -10,8 +10,8 @@ import pytest
 from bench.bench_secrets import score
 
 # (split, cases caught at least, false positives at most): what the redaction reached when
-# this test was written (dev 92/92, 0 FP; test 77/91, 3 FP).
-FLOORS = (("dev", 92, 0), ("test", 77, 3))
+# this test was written (dev 92/92, 0 FP; test 80/91, 3 FP).
+FLOORS = (("dev", 92, 0), ("test", 80, 3))
 
 
 @pytest.mark.parametrize(("split", "caught", "false_positives"), FLOORS)
