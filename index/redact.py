@@ -31,6 +31,17 @@ Overlapping findings merge into one span (kind of the most specific rule), widen
 never splits a character from its combining marks. `redact` repeats until nothing is found, so
 `redact(redact(x)) == redact(x)`; the markers never match a rule.
 
+Beside those rules, detectors that work by design rather than by list run on every text:
+`redact_context` (labels in many languages, names that hold a secret, YAML block scalars,
+markup), `redact_command` (flags, tools' password flags, headers of any scheme, cookies),
+`redact_shape` (a prefix and a long random run, random tokens, webhook paths, AWS secrets next
+to words that say so) and `redact_material` (seed phrases, byte-array and hex private keys, JWK
+members). What is random but public (certificates, public keys, data URIs, digests, ARNs) is
+kept: `redact_material.public_spans` and `redact_lexicon.public_shape`.
+
+Linear time: every quantifier of a detector is bounded, an anchored rule is tried once per
+trigger outside the last match, and a value cut at the bound is carried on to its token's end.
+
 The pattern tables live in `redact_rules.py`; this module is the engine that runs them.
 """
 
@@ -39,20 +50,25 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import cache
 
+from carryd.index.redact_command import find_on_command_lines
+from carryd.index.redact_context import find_by_context
+from carryd.index.redact_finding import MAX_VALUE, Retries
+from carryd.index.redact_lexicon import public_shape
+from carryd.index.redact_material import find_material, public_spans
 from carryd.index.redact_rules import (
-    CJK_NAMES,
     MARKER_PREFIX,
+    REPEATED,
     Rule,
     all_rules,
     all_triggers,
-    password_value,
-    secret_names,
     token_triggers,
-    token_value,
 )
+from carryd.index.redact_shape import find_by_shape
+from carryd.index.redact_table import table_secrets
 
 __all__ = ["MARKER_PREFIX", "Secret", "find_secrets", "redact"]
 
@@ -78,18 +94,60 @@ def find_secrets(text: str) -> list[Secret]:
     rules = all_rules()
     lowered = text.lower()
     present = frozenset(trigger for trigger in all_triggers() if trigger in lowered)
-    found = _find(text, rules, present, None)
-    found.extend(_table_secrets(text))
+    found = [
+        (start, end, index, rules[index].kind)
+        for start, end, index in _find(text, rules, present, None)
+    ]
+    found.extend((start, end, _TABLE_RANK, kind) for start, end, kind in table_secrets(text))
     # A key wrapped over two lines: only when a token rule's trigger is there at all.
     joined = None if present.isdisjoint(token_triggers()) else _unwrapped(text)
     if joined is not None:
         view, positions, breaks = joined
+        ordered_breaks = sorted(breaks)
         token_rules = tuple(rule if rule.extend and rule.triggers else None for rule in rules)
         for start, end, rule_index in _find(view, token_rules, present, breaks):
             # Only what crosses a removed break is new; the rest was found on the text itself.
-            if any(start < position < end for position in breaks):
-                found.append((positions[start], positions[end - 1] + 1, rule_index))
-    return _merge(text, found)
+            first = bisect_right(ordered_breaks, start)
+            if first < len(ordered_breaks) and ordered_breaks[first] < end:
+                found.append(
+                    (positions[start], positions[end - 1] + 1, rule_index, rules[rule_index].kind)
+                )
+    # Context, command-line, shape and key-material findings rank after every rule.
+    detected = [
+        *find_by_context(text),
+        *find_on_command_lines(text),
+        *find_by_shape(text),
+        *find_material(text),
+    ]
+    found.extend((start, end, _DETECTOR_RANK, kind) for start, end, kind in detected)
+    return _merge(text, _outside_public(text, found))
+
+
+# Table findings rank after every rule's, the detectors' after those.
+_TABLE_RANK, _DETECTOR_RANK = 10_000, 20_000
+
+
+def _outside_public(
+    text: str, found: list[tuple[int, int, int, str]]
+) -> list[tuple[int, int, int, str]]:
+    """Given findings, return those not wholly inside a public block (a certificate, a public
+    key, a data URI): random-looking, and meant to be read."""
+    spans = sorted(public_spans(text))
+    merged: list[list[int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    starts = [start for start, _ in merged]
+    kept = []
+    for finding in found:
+        if public_shape(text[finding[0] : finding[1]]):
+            continue
+        index = bisect_right(starts, finding[0]) - 1
+        if index < 0 or finding[1] > merged[index][1]:
+            kept.append(finding)
+    return kept
 
 
 def _find(
@@ -124,25 +182,66 @@ def _find(
             for run_start, run_end in runs:
                 matches.extend(rule.pattern.finditer(text, run_start, run_end))
         elif rule.anchored and same_offsets:
+            retries = Retries()
             for start in _anchors(lowered, rule.triggers):
-                line_end = text.find("\n", start)
-                match = rule.pattern.match(text, start, len(text) if line_end < 0 else line_end)
-                if match is not None:
-                    matches.append(match)
+                if not retries.allows(start):
+                    continue
+                # A match never runs past its line nor past the longest value a rule takes.
+                line_end = text.find("\n", start, start + _ANCHOR_REACH)
+                stop = min(len(text), start + _ANCHOR_REACH) if line_end < 0 else line_end
+                match = rule.pattern.match(text, start, stop)
+                if match is None:
+                    continue
+                span = _accepted(text, match, rule, breaks)
+                if span is None:
+                    retries.refused(match.end())
+                else:
+                    found.append((*span, rule_index))
+                    retries.accepted(span[1])
+            continue
         else:
             matches.extend(rule.pattern.finditer(text))
+        extended_to = 0  # a match inside the last one's extension adds nothing: linear time
         for match in matches:
-            start, end = _secret_span(match, rule.group)
-            if breaks is not None:
-                # A match may run on past a removed break only into the rest of a key.
-                end = next(
-                    (b for b in sorted(breaks) if start < b < end and not _continues(text, b)), end
-                )
-            if start < end and (rule.accept is None or rule.accept(text[start:end])):
-                if rule.extend:
-                    end = _token_end(text, end, breaks)
-                found.append((start, end, rule_index))
+            if match.start() < extended_to:
+                continue
+            span = _accepted(text, match, rule, breaks)
+            if span is not None:
+                found.append((*span, rule_index))
+                extended_to = span[1] if rule.extend else extended_to
     return found
+
+
+_ANCHOR_REACH = 2 * MAX_VALUE
+
+
+def _accepted(
+    text: str, match: re.Match[str], rule: Rule, breaks: frozenset[int] | None
+) -> tuple[int, int] | None:
+    """Given a rule's match, return the span of the secret it found (extended to its token's
+    end for a token rule), or None when the rule's value check refuses it."""
+    start, end = _secret_span(match, rule.group)
+    if breaks is not None:
+        # A match may run on past a removed break only into the rest of a key.
+        ordered = _sorted_breaks(breaks)
+        for index in range(bisect_right(ordered, start), bisect_left(ordered, end)):
+            if not _continues(text, ordered[index]):
+                end = ordered[index]
+                break
+    if (
+        start >= end
+        or (rule.accept is not None and not rule.accept(text[start:end]))
+        or REPEATED.search(text, start, end)
+    ):
+        return None
+    if rule.extend:
+        end = _token_end(text, end, breaks)
+    return start, end
+
+
+@cache
+def _sorted_breaks(breaks: frozenset[int]) -> list[int]:
+    return sorted(breaks)
 
 
 _WHOLE_TOKEN = frozenset(string.ascii_letters + string.digits + "_-")
@@ -246,38 +345,47 @@ def _secret_span(match: re.Match[str], group: bool) -> tuple[int, int]:
     return start, end
 
 
-def _merge(text: str, found: list[tuple[int, int, int]]) -> list[Secret]:
-    """Given findings (start, end, rule index), return them as secrets: overlapping ones
-    merged (kind of the most specific rule), each widened to whole characters."""
+def _merge(text: str, found: list[tuple[int, int, int, str]]) -> list[Secret]:
+    """Given findings (start, end, rank, kind), return them as secrets: overlapping ones
+    merged (kind of the best-ranked, i.e. most specific, rule), each widened to whole
+    characters, and one cut at the longest value a rule takes carried on to its token's end."""
     merged: list[Secret] = []
-    rules = all_rules()
-    current: tuple[int, int, int] | None = None
-    for start, end, rule_index in sorted(_whole_characters(text, span) for span in found):
+    current: tuple[int, int, int, str] | None = None
+    for start, end, rank, kind in sorted(_whole_characters(text, span) for span in found):
         if current is not None and start < current[1]:
-            current = (current[0], max(current[1], end), min(current[2], rule_index))
+            best = min((current[2], current[3]), (rank, kind))
+            current = (current[0], max(current[1], end), *best)
             continue
         if current is not None:
-            merged.append(Secret(_kind(rules, current[2]), current[0], current[1]))
-        current = (start, end, rule_index)
+            merged.append(Secret(current[3], current[0], current[1]))
+        current = (start, end, rank, kind)
     if current is not None:
-        merged.append(Secret(_kind(rules, current[2]), current[0], current[1]))
-    return merged
+        merged.append(Secret(current[3], current[0], current[1]))
+    return [_to_token_end(text, secret, merged, index) for index, secret in enumerate(merged)]
 
 
-def _kind(rules: tuple[Rule, ...], rule_index: int) -> str:
-    return rules[rule_index].kind if rule_index < len(rules) else _TABLE_KINDS[rule_index]
+def _to_token_end(text: str, secret: Secret, merged: list[Secret], index: int) -> Secret:
+    """Given a secret as long as a bounded rule could take, return it carried on to the next
+    space, never into the next secret."""
+    if secret.end - secret.start < MAX_VALUE:
+        return secret
+    limit = merged[index + 1].start if index + 1 < len(merged) else len(text)
+    end = secret.end
+    while end < limit and not text[end].isspace():
+        end += 1
+    return Secret(secret.kind, secret.start, end)
 
 
-def _whole_characters(text: str, span: tuple[int, int, int]) -> tuple[int, int, int]:
+def _whole_characters(text: str, span: tuple[int, int, int, str]) -> tuple[int, int, int, str]:
     """Given a span, return it widened so that it neither starts on nor stops before a mark
     that belongs to the character next to it (combining marks, variation selectors, a
     zero-width joiner and what it joins, emoji modifiers)."""
-    start, end, rule_index = span
+    start, end, rank, kind = span
     while start > 0 and _attaches(text[start]):
         start -= 1
     while end < len(text) and (_attaches(text[end]) or text[end - 1] == "\u200d"):
         end += 1
-    return start, end, rule_index
+    return start, end, rank, kind
 
 
 def _attaches(character: str) -> bool:
@@ -289,99 +397,3 @@ def _attaches(character: str) -> bool:
         or "\U0001f3fb" <= character <= "\U0001f3ff"
         or "\U000e0020" <= character <= "\U000e007f"
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Markdown tables: a label cell names the secret in the next cell, a header names a column.
-
-_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
-
-
-@cache
-def _table_labels() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """Given nothing, return (password label, token label): a whole cell naming a secret."""
-    passwords, tokens = secret_names()
-    markup = r"[*_`]{0,3}"
-
-    def label(names: str) -> re.Pattern[str]:
-        return re.compile(rf"(?i)^{markup}(?:{names})s?{markup}:?{markup}$")
-
-    cjk = "|".join(CJK_NAMES)
-    return label(passwords + rf"|\w{{0,6}}(?:{cjk})"), label(tokens)
-
-
-def _table_secrets(text: str) -> list[tuple[int, int, int]]:
-    """Given a text, return (start, end, stand-in rule index) of every table cell that holds
-    a secret by its row label or its column header."""
-    if "|" not in text:
-        return []
-    password_label, token_label = _table_labels()
-
-    def label_kind(cell: str) -> int | None:
-        if password_label.match(cell):
-            return 10_000
-        if token_label.match(cell):
-            return 10_001
-        return None
-
-    def secret_value(cell: str, kind: int) -> bool:
-        value = cell.strip("`")
-        if not value or any(character.isspace() for character in value):
-            return False
-        accepted: bool = password_value(value) if kind == 10_000 else token_value(value)
-        return accepted
-
-    lines = text.split("\n")
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line) + 1)
-    found: list[tuple[int, int, int]] = []
-    columns: dict[int, int] = {}  # column index -> kind, for the table being read
-    for number, line in enumerate(lines):
-        if "|" not in line:
-            columns = {}
-            continue
-        cells = _cells(line, offsets[number])
-        following = lines[number + 1] if number + 1 < len(lines) else ""
-        if _TABLE_SEPARATOR.match(following) and "|" in following:
-            # Keyed from the right: text before a row's first pipe (a list marker, a label)
-            # may add a cell on the left of the header only.
-            columns = {
-                index - len(cells): kind
-                for index, (_, _, cell) in enumerate(cells)
-                if (kind := label_kind(cell)) is not None
-            }
-            continue  # a header row holds labels, not values
-        if _TABLE_SEPARATOR.match(line):
-            continue
-        for index, (start, end, cell) in enumerate(cells):
-            kind = columns.get(index - len(cells))
-            if kind is None and index > 0:
-                kind = label_kind(cells[index - 1][2])
-            if kind is not None and secret_value(cell, kind):
-                found.append((start, end, kind))
-    return found
-
-
-def _cells(line: str, offset: int) -> list[tuple[int, int, str]]:
-    """Given a table line and its offset, return (start, end, stripped text) of its cells."""
-    cells: list[tuple[int, int, str]] = []
-    bounds = [index for index, character in enumerate(line) if character == "|"]
-    if not bounds:
-        return cells
-    edges = bounds if line.strip().startswith("|") else [-1, *bounds]
-    if not line.strip().endswith("|"):
-        edges = [*edges, len(line)]
-    for left, right in zip(edges, edges[1:], strict=False):
-        raw = line[left + 1 : right]
-        stripped = raw.strip()
-        if stripped:
-            start = left + 1 + raw.index(stripped)
-            cells.append((offset + start, offset + start + len(stripped), stripped))
-        else:
-            cells.append((offset + left + 1, offset + left + 1, ""))
-    return cells
-
-
-# Table findings are not rules; these stand-in rule indices sort after every rule's.
-_TABLE_KINDS = {10_000: "password", 10_001: "generic_api_key"}

@@ -1,7 +1,7 @@
 """The pattern tables of `redact.py`: which credentials there are and how each is recognised.
 
 Own token shapes, detect-secrets' borrowed token shapes (read from its plugins on first use),
-name = value assignments, the bare AWS-secret fallback, and the value checks that keep prose
+name = value assignments, and the value checks that keep prose
 and placeholders out. `redact.py` is the engine that runs them; see its docstring for where
 each pattern comes from.
 """
@@ -53,12 +53,17 @@ _PLACEHOLDER = re.compile(
         \*+ | x{3,} | \.{3} | … | -+ | _+ | <.* | \$\{?[A-Za-z_][A-Za-z0-9_]*\}? | \{\{.*\}\}
         | %\(?[A-Za-z_]*\)?s? | null | none | nil | true | false | empty | redacted | hidden
         | required | optional | string | your[_-]?\w* | changeme_placeholder
+        | password | passwd | pass | secret | changeme | example
     )$"""
 )
+# Eight of one character in a row: a placeholder (`sk_live_xxxxxxxx…`), never a real key.
+REPEATED = re.compile(r"(.)\1{7}")
 
 
 def _not_placeholder(value: str) -> bool:
-    return MARKER_PREFIX not in value and not _PLACEHOLDER.match(value)
+    return (
+        MARKER_PREFIX not in value and not _PLACEHOLDER.match(value) and not REPEATED.search(value)
+    )
 
 
 _PATH = re.compile(r"^(?:~|\.{1,2})?/[\w.\-/]*$")
@@ -69,6 +74,7 @@ def password_value(value: str) -> bool:
     file), not CJK prose (密码：请看保险库)."""
     return (
         _not_placeholder(value)
+        and not value.endswith((":", "："))  # a label of its own (`**password**:`)
         and not re.search(r"[(\[{]", value)
         and not _PATH.match(value)
         and not all(unicodedata.east_asian_width(character) in ("W", "F") for character in value)
@@ -115,8 +121,9 @@ _STOP = r"""\s"'`,;，。；"""
 # A quoted or backticked value, or a bare one that holds a non-letter, or a bare word ending
 # its line (config style); "password: see the vault" is prose, not an assignment.
 _VALUE = (
-    rf"""(?:`([^`\n]+)`|"([^"\n]+)"|'([^'\n]+)'|["']?([^{_STOP}]*[^A-Za-z{_STOP}][^{_STOP}]*"""
-    rf"""|[A-Za-z]+(?=[ \t]*(?:[#\r\n]|$))))"""
+    rf"""(?:`([^`\n]{{1,400}})`|"([^"\n]{{1,400}})"|'([^'\n]{{1,400}})'"""
+    rf"""|["']?([^{_STOP}]{{0,200}}[^A-Za-z{_STOP}][^{_STOP}]{{0,200}}"""
+    rf"""|[A-Za-z]{{1,200}}(?=[ \t]*(?:[#\r\n]|$))))"""
 )
 # A name part starts a word, follows a separator (db_password) or a camelCase hump (apiKey).
 _NAME_START = r"(?:(?<![A-Za-z0-9])|(?<=[_.-])|(?-i:(?<=[a-z])(?=[A-Z])))"
@@ -255,14 +262,16 @@ _TOKEN_RULES: tuple[Rule, ...] = (
     # holding characters detect-secrets' pattern refuses (`#`, `!`, `$`).
     Rule(
         "basic_auth",
-        re.compile(r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/?#@\[\]]*:([^\s/?@]+)@"),
+        re.compile(r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/?#@\[\]]{0,200}:([^\s/?@]{1,400})@"),
         _not_placeholder,
         triggers=("://",),
     ),
     # `curl -u user:password`, `--user user:password`.
     Rule(
         "basic_auth",
-        re.compile(r"(?:^|(?<=[\s'\"]))(?:-u|--user)[ \t=]+['\"]?[^\s:'\"@]+:([^\s'\"]+)"),
+        re.compile(
+            r"(?:^|(?<=[\s'\"]))(?:-u|--user)[ \t=]{1,3}['\"]?[^\s:'\"@]{1,100}:([^\s'\"]{1,400})"
+        ),
         lambda value: password_value(value) and not value.isdigit(),  # `-u 1000:1000` is uid:gid
         triggers=("-u", "--user"),
     ),
@@ -285,7 +294,7 @@ _KEYWORD_RULES: tuple[Rule, ...] = (
         "bearer_token",
         re.compile(
             r"(?i)\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:bearer|token|bot)[ \t]+"
-            r"([A-Za-z0-9\-._~+/]+=*)"
+            r"([A-Za-z0-9\-._~+/]{1,400}={0,3})"
         ),
         _not_placeholder,
         triggers=("authorization",),
@@ -293,14 +302,17 @@ _KEYWORD_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "basic_auth",
-        re.compile(r"(?i)\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?basic[ \t]+([A-Za-z0-9+/]+=*)"),
+        re.compile(
+            r"(?i)\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?basic[ \t]+"
+            r"([A-Za-z0-9+/]{1,400}={0,3})"
+        ),
         _not_placeholder,
         triggers=("authorization",),
         anchored=True,
     ),
     Rule(
         "bearer_token",
-        re.compile(r"\b[Bb]earer[ \t]+([A-Za-z0-9\-._~+/]{16,}=*)"),
+        re.compile(r"\b[Bb]earer[ \t]+([A-Za-z0-9\-._~+/]{16,400}={0,3})"),
         _has_digit,
         triggers=("bearer",),
         anchored=True,
@@ -364,17 +376,6 @@ def _keyword_rules() -> tuple[Rule, ...]:
     )
 
 
-# The last resort: a bare 40-character AWS-secret-shaped string with no name next to it.
-_FALLBACK_RULES: tuple[Rule, ...] = (
-    Rule(
-        "aws_secret_key",
-        re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
-        _looks_like_aws_secret,
-        long_token=True,
-    ),
-)
-
-
 @dataclass(frozen=True)
 class _Borrowed:
     """How one detect-secrets pattern is used: kind (None: skipped), whether its first group
@@ -434,7 +435,8 @@ _DETECT_SECRETS: tuple[tuple[str, str, tuple[_Borrowed, ...]], ...] = (
         "ArtifactoryDetector",
         (_Borrowed("artifactory_token", triggers=("akc",)), _Borrowed(None)),
     ),
-    ("npm", "NpmDetector", (_Borrowed("npm_token", group=True, triggers=("_authtoken",)),)),
+    # detect-secrets' npm pattern (`//.+/:_authToken=`) backtracks over a long line: own rule.
+    ("npm", "NpmDetector", (_Borrowed(None),)),
     ("basic_auth", "BasicAuthDetector", (_Borrowed("basic_auth", group=True, triggers=("://",)),)),
 )
 
@@ -448,7 +450,8 @@ def all_triggers() -> tuple[str, ...]:
 @cache
 def all_rules() -> tuple[Rule, ...]:
     """Given nothing, return every rule, most specific first: own token shapes,
-    detect-secrets' token shapes, name = value assignments, the bare AWS-secret fallback."""
+    detect-secrets' token shapes, name = value assignments. (A bare AWS-secret-shaped string
+    is judged by its context in `redact_shape`.)"""
     import importlib
 
     borrowed: list[Rule] = []
@@ -473,7 +476,7 @@ def all_rules() -> tuple[Rule, ...]:
                         extend=True,
                     )
                 )
-    return (*_TOKEN_RULES, *borrowed, *_KEYWORD_RULES, *_keyword_rules(), *_FALLBACK_RULES)
+    return (*_TOKEN_RULES, *borrowed, *_KEYWORD_RULES, *_keyword_rules())
 
 
 @cache

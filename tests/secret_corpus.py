@@ -419,6 +419,28 @@ def _cases() -> list[Case]:
         value[:60],
         value[60:],
     )
+
+    # -- by context, shape and key material (issue 22) -----------------------------------------
+    value = _password()
+    add("mysql-attached", "mysql dump flag", f"mysqldump -u root -p{value} shop > shop.sql", value)
+    value = _password()
+    add("pgpassword-prefix", "psql env prefix", f"PGPASSWORD={value} psql -h db -U shop", value)
+    value = _password()
+    add("fr-label", "mot de passe routeur", f"Le mot de passe du routeur : {value}", value)
+    value = _password()
+    add(
+        "yaml-block-scalar",
+        "yaml block password",
+        f"smtp:\n  password: |\n    {value}\n  host: mail",
+        value,
+    )
+    value = "hvs." + _draw(URLSAFE, 90)
+    add("vault-token", "vault token prose", f"Vault gave me {value} for the migration.", value)
+    value = "0x" + _draw(HEX, 64)
+    add("ethereum-key", "ethereum deployer key", f"deployer private key: {value}", value)
+    words = ["ranch", "ozone", "tiger", "vivid", "usual", "siren"]
+    phrase = " ".join(_random.choice(words) for _ in range(12))
+    add("seed-phrase", "wallet seed phrase", f"Seed phrase of the test wallet:\n{phrase}", phrase)
     return cases
 
 

@@ -1,0 +1,183 @@
+"""Credentials found by their shape alone, wherever they stand: a vendor-like prefix followed by
+a long random run (`hvs.…`, `ntn_…`, `GOCSPX-…`, `dapi<hex>`, `AGE-SECRET-KEY-1…`) — a rule on
+the shape, not a list of prefixes — a long random token of all three character classes, a
+secret path segment of a webhook URL, and a 40-character AWS-secret-shaped string next to words
+that say it is one. Guards keep what is random but public (`redact_lexicon.public_shape`, hex
+digests and hashes, carryd's own `mem_` ids). Scanning is one pass over runs of token
+characters: linear time.
+"""
+
+from __future__ import annotations
+
+import re
+
+from carryd.index.redact_finding import Finding
+from carryd.index.redact_lexicon import entropy, has_digit, public_shape, random_like
+
+__all__ = ["find_by_shape"]
+
+_RUN = re.compile(r"(?<![A-Za-z0-9_\-.+/=])[A-Za-z0-9_\-.+/]{20,}={0,2}(?![A-Za-z0-9_\-.+/=])")
+# A prefix: one word of 2-12 letters and a separator (`hvs.`, `ntn_`, `tskey-`, `GOCSPX-`).
+_PREFIX = re.compile(r"[A-Za-z]{2,12}[_\-.]")
+_GLUED_HEX = re.compile(r"([a-z]{3,6})([0-9a-f]{32,128})")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+# Words that name a digest or an id, never a vendor: `sha256-<hex>`, `commit-<hex>`.
+_DIGEST_WORDS = frozenset(
+    {
+        "sha",
+        "md",
+        "blake",
+        "hash",
+        "commit",
+        "rev",
+        "git",
+        "oid",
+        "id",
+        "etag",
+        "digest",
+        "checksum",
+        "sum",
+        "crc",
+        "cache",
+        "build",
+        "object",
+        "tree",
+        "blob",
+        "mem",
+        "sha1",
+        "uuid",
+        "guid",
+        "trace",
+        "span",
+        "request",
+        "req",
+        "run",
+        "job",
+        "node",
+        "pod",
+        "vendor",
+        "chunk",
+        "index",
+        "main",
+        "app",
+        "assets",
+        "bundle",
+        "release",
+        "image",
+    }
+)
+# Prefixes of keys that are public by design: Stripe's and Mapbox's publishable keys.
+_PUBLIC_PREFIXES = frozenset({"pk", "pub", "npub"})
+_CARRYD_ID = re.compile(r"mem_[0-9a-fA-F]{32}")
+# Just before a run: what makes it a digest or a reference (`sha256:`, `h1:`, `@`, `#`).
+_DIGEST_BEFORE = re.compile(
+    r"(?i)(?:sha\d{0,3}|md5|h1|blake2b?|oid|digest|integrity|@|#)[:=\s\"']{0,2}$"
+)
+
+
+def _run_kind(run: str) -> bool:
+    """Given a run of token characters, return whether its shape is a credential's."""
+    run = run.rstrip(".=")
+    if "/" in run or "+" in run or public_shape(run) or _CARRYD_ID.fullmatch(run):
+        return False  # base64 blobs and paths are judged by their context, not their shape
+    prefix = _PREFIX.match(run)
+    if prefix is not None and prefix.group()[:-1].lower() in _PUBLIC_PREFIXES:
+        return False
+    if prefix is not None and prefix.group()[:-1].lower() not in _DIGEST_WORDS:
+        body = run[prefix.end() :]
+        if _HEX.fullmatch(body.replace("-", "").replace("_", "")):
+            return len(body) >= 32 and random_like(body, 32)
+        return random_like(body, 27)
+    glued = _GLUED_HEX.fullmatch(run)
+    if glued is not None:
+        word = glued.group(1)
+        return (
+            word not in _DIGEST_WORDS and not _HEX.fullmatch(word) and random_like(glued.group(2))
+        )
+    if _HEX.fullmatch(run.replace("-", "")):
+        return False
+    return (
+        len(run) >= 32
+        and any(character.isupper() for character in run)
+        and any(character.islower() for character in run)
+        and any(character.isdigit() for character in run)
+        and random_like(run, 32)
+        and entropy(run) >= 4.2
+    )
+
+
+def _shaped(text: str) -> list[Finding]:
+    found: list[Finding] = []
+    for match in _RUN.finditer(text):
+        before = text[max(0, match.start() - 12) : match.start()]
+        if _DIGEST_BEFORE.search(before):
+            continue
+        line_start = max(0, text.rfind("\n", max(0, match.start() - 80), match.start()) + 1)
+        if _PUBLIC_WORDS.search(text, max(line_start, match.start() - 80), match.start()):
+            continue  # `wallet address 7xKX…`, `public key …`: public by what the line says
+        if _run_kind(match.group()):
+            found.append(Finding(match.start(), match.end(), "token"))
+    return found
+
+
+# Words before a random token, on its line, that say it is public.
+_PUBLIC_WORDS = re.compile(
+    r"(?i)\b(?:address|public|pubkey|publishable|fingerprint|checksum|digest|hash|commit|txid|"
+    r"tx|transaction|block|signature|cid|etag|cache)\b"
+)
+_HOOK_URL = re.compile(
+    r"(?i)https?://[^\s/]{1,200}/(?:[^\s/?#]{1,80}/){0,4}?"
+    r"[^\s/?#]{0,30}(?:hook|services|trigger|notify|incoming)[^\s/?#]{0,30}/"
+    r"([^\s?#)>\]\"']{16,400})"
+)
+
+
+def _webhooks(text: str) -> list[Finding]:
+    """Given a text, return the secret path of webhook URLs (`…/hooks/<id>`)."""
+    found: list[Finding] = []
+    for match in _HOOK_URL.finditer(text):
+        path = match.group(1)
+        pieces = [piece for piece in path.split("/") if piece]
+        if any(random_like(piece, 16) for piece in pieces):
+            found.append(Finding(match.start(1), match.end(1), "webhook"))
+    return found
+
+
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+# Words that make a random 40-character string public: it is a cache key, a digest, an id.
+_PUBLIC_CONTEXT = re.compile(
+    r"(?i)cache|etag|hash|digest|checksum|fingerprint|sha\d|commit|revision|nonce|"
+    r"request[ _-]?id|trace|build[ _-]?id|object[ _-]?id|content[ _-]?id|key[ _-]?id"
+)
+_AWS_CONTEXT = re.compile(r"(?i)aws|secret|akia|asia|credential")
+
+
+def _aws_secrets(text: str) -> list[Finding]:
+    """Given a text, return the 40-character strings with the shape and randomness of an AWS
+    secret access key, unless the line so far (or the one before it) names them a cache key,
+    a digest or an id and says nothing of AWS or secrets."""
+    found: list[Finding] = []
+    for match in _AWS_SECRET.finditer(text):
+        value = match.group()
+        if (
+            not (_UPPER.search(value) and _LOWER.search(value) and has_digit(value))
+            or entropy(value) < 4.3
+        ):
+            continue
+        # The line so far and the one before it, at most 240 characters back.
+        window = max(0, match.start() - 240)
+        line_start = text.rfind("\n", window, match.start())
+        line_start = max(window, text.rfind("\n", window, max(window, line_start)) + 1)
+        public = _PUBLIC_CONTEXT.search(text, line_start, match.start())
+        if public is None or _AWS_CONTEXT.search(text, line_start, match.start()):
+            found.append(Finding(match.start(), match.end(), "aws_secret_key"))
+    return found
+
+
+_UPPER = re.compile(r"[A-Z]")
+_LOWER = re.compile(r"[a-z]")
+
+
+def find_by_shape(text: str) -> list[Finding]:
+    """Given a text, return the credentials its token shapes show."""
+    return [*_shaped(text), *_webhooks(text), *_aws_secrets(text)]
