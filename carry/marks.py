@@ -23,7 +23,8 @@ STATE_WORDS: dict[str, dict[ItemState, tuple[str, ...]]] = {
             "failed", "fails", "failure", "broke", "broken", "doesn't work", "didn't work",
             "does not work", "did not work", "reverted", "dropped", "abandoned", "dead end",
             "no luck", "rejected", "ruled out", "not the cause", "no effect", "won't work",
-            "gave up", "backed out", "rolled back", "no change", "still fails",
+            "gave up", "backed out", "rolled back", "no change", "still fails", "inconclusive",
+            "not a pass", "didn't help", "did not help", "made it worse", "no improvement",
         ),
         "superseded": ("superseded", "obsolete", "outdated", "replaced by", "no longer", "stale"),
         "done": ("done", "finished", "completed", "merged", "shipped", "resolved", "fixed"),
@@ -31,47 +32,52 @@ STATE_WORDS: dict[str, dict[ItemState, tuple[str, ...]]] = {
     },
     "zh": {
         "failed": ("失败", "不行", "放弃", "没用", "无效", "回滚", "排除", "不是原因", "行不通",
-                   "报错"),
+                   "报错", "没成", "不成", "没效果", "白费", "不通过", "没解决", "不管用"),
         "superseded": ("已废弃", "废弃", "作废", "过时", "已过期", "被取代", "不再"),
         "done": ("已完成", "完成了", "搞定", "已合并", "已解决", "已修复"),
         "open": ("待办", "未完成", "待定", "待确认", "进行中", "卡着"),
     },
     "ja": {
         "failed": ("ダメ", "だめ", "却下", "失敗", "効果なし", "断念", "戻した", "無理", "不可",
-                   "NG"),
+                   "NG", "不完全", "効かない", "うまくいかない", "動かない", "ロールバック"),
         "superseded": ("廃止", "取り消し", "古い", "置き換え", "撤回"),
         "done": ("完了", "済み", "済", "対応済", "マージ済"),
         "open": ("未対応", "未完了", "対応中", "保留", "要確認"),
     },
     "ko": {
-        "failed": ("실패", "안 됨", "안됨", "포기", "롤백", "효과 없음", "원복", "기각", "불가"),
+        "failed": ("실패", "안 됨", "안됨", "포기", "롤백", "효과 없음", "원복", "기각", "불가",
+                   "안 됐", "안됐", "소용없", "효과없"),
         "superseded": ("폐기", "대체됨", "무효", "취소"),
         "done": ("완료", "해결", "머지됨"),
         "open": ("할 일", "미완", "진행 중", "대기", "보류"),
     },
     "es": {
         "failed": ("falló", "fallo", "fracasó", "descartado", "descartada", "no funcionó",
-                   "no funciona", "revertido", "revertida", "no sirve"),
+                   "no funciona", "revertido", "revertida", "no sirve", "no sirvió",
+                   "sin efecto", "abandonado"),
         "superseded": ("obsoleto", "obsoleta", "reemplazado", "reemplazada", "ya no"),
         "done": ("hecho", "hecha", "terminado", "listo", "resuelto", "completado"),
         "open": ("pendiente", "por hacer", "abierto", "bloqueado"),
     },
     "pt": {
-        "failed": ("falhou", "descartado", "não funcionou", "não funciona", "revertido"),
+        "failed": ("falhou", "descartado", "não funcionou", "não funciona", "revertido",
+                   "não deu certo", "sem efeito", "abandonado"),
         "superseded": ("obsoleto", "substituído", "não vale mais"),
         "done": ("feito", "concluído", "resolvido", "pronto"),
         "open": ("pendente", "a fazer", "em aberto", "bloqueado"),
     },
     "de": {
         "failed": ("fehlgeschlagen", "verworfen", "funktioniert nicht", "zurückgerollt",
-                   "sackgasse", "klappt nicht", "gescheitert"),
+                   "sackgasse", "klappt nicht", "gescheitert", "ging nicht", "ohne wirkung",
+                   "hat nicht geholfen"),
         "superseded": ("veraltet", "überholt", "ersetzt", "obsolet"),
         "done": ("erledigt", "fertig", "gemergt", "behoben"),
         "open": ("offen", "ausstehend", "zu tun", "blockiert"),
     },
     "fr": {
         "failed": ("échoué", "échec", "abandonné", "ne marche pas", "ne fonctionne pas",
-                   "annulé", "rejeté", "impasse"),
+                   "annulé", "rejeté", "impasse", "n'a pas marché", "sans effet",
+                   "n'a pas aidé"),
         "superseded": ("obsolète", "remplacé", "périmé"),
         "done": ("fait", "terminé", "corrigé", "résolu"),
         "open": ("à faire", "en attente", "ouvert", "bloqué"),
@@ -107,6 +113,10 @@ _SYMBOLS: tuple[tuple[ItemState, re.Pattern[str]], ...] = (
     ("failed", re.compile(r"❌|✘|✗|✖|🚫|⛔")),
     ("done", re.compile(r"✅|✔|☑|✓")),
 )
+# Done/open words count only at an item's opening ("Done: …", "TODO …", "完了 …"): inside a
+# status line ("本番反映済み 5 件", "3 open PRs") they describe something else.
+HEAD_WORDS_CHARS = 14
+_OPENING = re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*(?:\[[^\]]{0,12}\]\s*)?[*_`\s]*")
 _STRIKE = re.compile(r"~~(.+?)~~", re.DOTALL)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
@@ -152,8 +162,9 @@ def item_state(text: str) -> ItemState:
     for state in ("superseded", "failed"):
         if _STATE_PATTERNS[state].search(text):
             return state
+    opening = _OPENING.sub("", head)[:HEAD_WORDS_CHARS]
     for state in ("open", "done"):
-        if _STATE_PATTERNS[state].search(head[:80]):
+        if _STATE_PATTERNS[state].search(opening):
             return state
     return "plain"
 

@@ -1,175 +1,60 @@
 """Given an outline (`carryd.carry.outline`) and a character budget, return its best cut.
 
-Every item is shown in one of three ways: whole; as its lead — its first whole sentence(s)
-and, for a failed attempt, the sentence that holds its reason (after `→`, "because", `:`, …),
-ending in ` …` and its lines; or not at all, named by a pointer (`path:lines`) that covers a
-run of items left out. Nothing is cut inside a sentence. Items are chosen by value per
-character: the facts an item holds (numbers, ids, commands, paths, code), its recency (log
-entries newest first, appended lists newest last), its state (open and failed before plain,
+The pieces are whole units (`carryd.carry.units`: sentences, lines of a code block or a
+table), never less: an item is shown whole, or as some of its units — always its first one,
+gaps marked ` …`, ending in its lines `(L12-15)` — or not at all, named by a pointer
+(`… not shown: path:lines`) that covers a run of items left out. Units are chosen by value per
+character: the facts a unit holds (numbers, ids, commands, paths, code), its item's recency
+(log entries newest first, appended lists newest last), state (open and failed before plain,
 done and superseded last) and the weight of a known section name above it. Failed attempts
-get their lead first, newest first, before anything else is spent. Output is in document
-order with each shown item's headings. `chars <= budget` always. Pure.
+come first, newest first: each keeps its first unit and the one that holds its reason before
+anything else is spent. Output is in document order under each shown item's headings, and
+`chars <= budget` always. Pure.
 """
 
 from __future__ import annotations
 
-import re
+import heapq
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from carryd.carry.marks import item_state, reason_start
 from carryd.carry.outline import Item, Outline
+from carryd.carry.units import Unit, joined, reason_units, salience, units_of
 
-LEAD_CHARS = 200  # a lead's first sentences run to about this much
-LEAD_MAX = 420  # a first sentence longer than this has no lead: whole, or a pointer
 STATE_FACTOR = {"open": 1.4, "failed": 1.3, "plain": 1.0, "done": 0.5, "superseded": 0.25}
-FENCE_FACTOR = 0.7
-ELLIPSIS = " …"
-FAILED_WHOLE_SHARE = 0.3  # failed attempts shown whole, newest first, up to this share of room
-FAILED_SHARE = 0.85  # and every failed attempt's lead up to this share
-
-_SALIENT = re.compile(
-    r"`[^`\n]+`"  # code
-    r"|\b[A-Z][A-Z0-9]+-\d+\b"  # ticket ids
-    r"|#\d{2,}"  # PR / issue numbers
-    r"|\b\d+(?:[.,:/]\d+)*\s?(?:%|ms|s|h|min|k|x|×|MB|GB|rps)?(?![\w])"  # figures
-    r"|[\w.-]+/[\w./-]+"  # paths
-    r"|\b\w+_\w+\b"  # snake_case identifiers
-    r"|\b[a-z]+[A-Z]\w+\b"  # camelCase identifiers
-)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
-
-
-def salience(text: str) -> int:
-    """Given a text, return how many fact-like tokens it holds (ids, figures, code, paths)."""
-    return len(_SALIENT.findall(text))
-
-
-@dataclass(frozen=True)
-class Unit:
-    """A whole sentence of an item: the line it is on (0-based in the item) and its text."""
-
-    line: int
-    text: str
-
-
-def units_of(text: str) -> list[Unit]:
-    """Given an item's text, return its sentences, line by line (a fence is one unit)."""
-    if text.lstrip().startswith(("```", "~~~")):
-        return [Unit(0, text)]
-    units: list[Unit] = []
-    for number, line in enumerate(text.split("\n")):
-        if not line.strip():
-            continue
-        start = 0
-        for match in _SENTENCE_END.finditer(line):
-            if _inside_code(line, match.start()):
-                continue
-            piece = line[start : match.start()]
-            if piece.strip():
-                units.append(Unit(number, piece))
-            start = match.end()
-        if line[start:].strip():
-            units.append(Unit(number, line[start:]))
-    return units
-
-
-def _inside_code(line: str, position: int) -> bool:
-    return line.count("`", 0, position) % 2 == 1
-
-
-def lead_of(item: Item) -> str | None:
-    """Given an item, return its lead (whole first sentences, plus a failed attempt's reason
-    sentence), ending in " …"; None when the item is no longer than its lead would be."""
-    units = units_of(item.text)
-    if len(units) <= 1:
-        return None
-    chosen = [0]
-    size = len(units[0].text)
-    if size > LEAD_MAX:
-        return None
-    for index in range(1, len(units)):
-        if item.state == "failed" or size + len(units[index].text) > LEAD_CHARS:
-            break  # a failed attempt's lead is its first sentence and its reason
-        chosen.append(index)
-        size += len(units[index].text)
-    if item.state == "failed":
-        for index in _reason_units(units):
-            if index not in chosen and len(units[index].text) <= LEAD_MAX:
-                chosen.append(index)
-    chosen.sort()
-    if len(chosen) == len(units):
-        return None
-    return _join(item.text, units, chosen) + ELLIPSIS
-
-
-def _reason_units(units: Sequence[Unit]) -> list[int]:
-    """Given an item's sentences, return those that hold its reason: the first sentence after
-    the opening one with an explicit cue ("because", "reason:", 原因, porque, …), else the one
-    that marks the failure and the one after it, else the second sentence."""
-    for index, unit in enumerate(units[1:], start=1):
-        cue = reason_start(unit.text)
-        if cue is not None:
-            tail = unit.text[cue:].strip(" *:：→->=")
-            if len(tail) < 12 and index + 1 < len(units):
-                return [index, index + 1]
-            return [index]
-    for index, unit in enumerate(units):
-        if item_state(unit.text) == "failed":
-            if index + 1 < len(units) and len(unit.text.strip()) < 40:
-                return [index, index + 1]  # "**Failed**:" alone: the reason comes next
-            return [index]
-    return [1] if len(units) > 1 else []
-
-
-def _join(text: str, units: Sequence[Unit], chosen: Sequence[int]) -> str:
-    """Given an item's sentences and those to keep, return them on their own source lines."""
-    lines = text.split("\n")
-    out: list[str] = []
-    current: int | None = None
-    for index in chosen:
-        unit = units[index]
-        if unit.line != current:
-            indent = lines[unit.line][: len(lines[unit.line]) - len(lines[unit.line].lstrip())]
-            out.append(indent + unit.text.strip() if out else unit.text.rstrip())
-            current = unit.line
-        else:
-            out[-1] = f"{out[-1].rstrip()} {unit.text.strip()}"
-    return "\n".join(out)
+FAILED_SHARE = 0.85  # failed attempts' first and reason units may take this much of the room
+REASON_BONUS = 1.5
+RELEVANT_BONUS = 1.2
+POINTER_CHARS = 12  # " (L123-130)" after an item shown in part
 
 
 @dataclass
-class _Choice:
+class _Piece:
+    """One item while it is packed: its units, their values, which are chosen."""
+
     item: Item
-    full: str
-    lead: str | None
-    value_full: float
-    value_lead: float
-    show: int = 0  # 0 pointer, 1 lead, 2 full
+    units: list[Unit]
+    values: list[float]
+    floor: list[int]  # for a failed attempt: its first unit and its reason's
+    chosen: set[int] = field(default_factory=set)
 
 
-def _choices(outline: Outline, relevance: frozenset[str]) -> list[_Choice]:
-    out = []
+def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
+    pieces = []
     for item in outline.items:
-        factor = item.weight * (0.4 + 0.6 * item.recency) * STATE_FACTOR[item.state]
-        if item.block == "fence":
-            factor *= FENCE_FACTOR
-        if relevance and _relevant(item.text, relevance):
-            factor *= 1.2
-        lead = lead_of(item)
-        full_value = factor * (1.0 + salience(item.text) + 0.3 * len(units_of(item.text)))
-        lead_value = 0.0
-        if lead is not None:
-            lead_value = factor * (1.0 + salience(lead) + 0.3 * len(units_of(lead)))
-            if item.state == "failed":
-                lead_value = max(lead_value, 0.8 * full_value)
-        out.append(_Choice(item, item.text, lead, full_value, lead_value))
-    return out
-
-
-def _relevant(text: str, terms: frozenset[str]) -> bool:
-    folded = text.casefold()
-    return any(term in folded for term in terms)
+        factor = item.weight * (0.3 + 0.7 * item.recency) * STATE_FACTOR[item.state]
+        if relevance and any(term in item.text.casefold() for term in relevance):
+            factor *= RELEVANT_BONUS
+        units = units_of(item.text) or [Unit(0, item.text)]
+        values = [factor * (1.0 + salience(u.text) + len(u.text) / 120) for u in units]
+        values[0] += 0.5 * factor  # the first unit says what the item is about
+        floor: list[int] = []
+        if item.state == "failed":
+            floor = sorted({0, *reason_units(units)})
+            for index in floor[1:]:
+                values[index] *= REASON_BONUS
+        pieces.append(_Piece(item, units, values, floor))
+    return pieces
 
 
 def pack_outline(
@@ -177,17 +62,16 @@ def pack_outline(
 ) -> str:
     """Given an outline, a budget and the file's root-relative path, return the cut (≤ budget).
 
-    The steps: value every item; give failed attempts their lead (newest first); spend the rest
-    on the best value per character; render; when pointers and headings overrun, retry with
-    less room.
+    The steps: value every unit; give failed attempts their floor (newest first); spend the
+    rest on the best value per character; render; when pointers overrun, retry with less room.
     """
     if not outline.items:
         return ""
     room = budget
     for _ in range(6):
-        choices = _choices(outline, relevance)
-        _spend(choices, outline, room)
-        text = render(outline, choices, path)
+        pieces = _pieces(outline, relevance)
+        _spend(pieces, outline, room)
+        text = render(outline, pieces, path)
         if len(text) <= budget:
             return text
         room -= len(text) - budget + 16
@@ -196,95 +80,109 @@ def pack_outline(
     return _pointer_only(outline, path, budget)
 
 
-def _cost(choice: _Choice, show: int) -> int:
-    if show == 2:
-        return len(choice.full) + 1
-    if show == 1 and choice.lead is not None:
-        return len(choice.lead) + 12
-    return 0
+def _unit_cost(piece: _Piece, index: int) -> int:
+    return len(piece.units[index].text) + 1
 
 
-def _value(choice: _Choice, show: int) -> float:
-    return (0.0, choice.value_lead, choice.value_full)[show] if show else 0.0
+class _Spender:
+    """The greedy spend: what is chosen so far, which headings are shown, and what it costs."""
 
+    def __init__(self, outline: Outline, room: int) -> None:
+        self.outline = outline
+        self.room = room
+        self.used = 0
+        self.headings: set[int] = set()
 
-def _spend(choices: list[_Choice], outline: Outline, room: int) -> None:
-    headings_shown: set[int] = set()
-    used = 0
-
-    def heading_cost(item: Item) -> int:
-        cost = 0
-        index = item.heading
-        while index is not None and index not in headings_shown:
-            cost += len(outline.headings[index].text) + 2
-            index = outline.headings[index].parent
+    def start_cost(self, piece: _Piece) -> int:
+        """What showing a piece's first unit costs beyond the unit: its unshown headings and,
+        when it has more than one unit, the line pointer of a part."""
+        if piece.chosen:
+            return 0
+        cost = POINTER_CHARS if len(piece.units) > 1 else 0
+        index = piece.item.heading
+        while index is not None and index not in self.headings:
+            cost += len(self.outline.headings[index].text) + 1
+            index = self.outline.headings[index].parent
         return cost
 
-    def take(choice: _Choice, show: int) -> None:
-        nonlocal used
-        used += _cost(choice, show) - _cost(choice, choice.show) + heading_cost(choice.item)
-        choice.show = show
-        index = choice.item.heading
+    def take(self, piece: _Piece, indices: Sequence[int]) -> bool:
+        """Given units to add, choose them when they fit (with the first unit), else False."""
+        add = [i for i in indices if i not in piece.chosen]
+        if not piece.chosen and 0 not in add:
+            add.insert(0, 0)
+        cost = self.start_cost(piece) + sum(_unit_cost(piece, i) for i in add)
+        if self.used + cost > self.room:
+            return False
+        self.used += cost
+        piece.chosen.update(add)
+        index = piece.item.heading
         while index is not None:
-            headings_shown.add(index)
-            index = outline.headings[index].parent
+            self.headings.add(index)
+            index = self.outline.headings[index].parent
+        return True
 
+
+def _spend(pieces: list[_Piece], outline: Outline, room: int) -> None:
+    spender = _Spender(outline, room)
     failed = sorted(
-        (c for c in choices if c.item.state == "failed"),
-        key=lambda c: (-c.item.recency, -c.item.position),
+        (p for p in pieces if p.floor), key=lambda p: (-p.item.recency, -p.item.position)
     )
-    # Failed attempts first, newest first: whole while they take less than their share,
-    # then each at least its lead (the line holding its reason).
-    for choice in failed:
-        whole = _cost(choice, 2) + heading_cost(choice.item)
-        if used + whole <= FAILED_WHOLE_SHARE * room:
-            take(choice, 2)
+    for piece in failed:
+        spender.room = int(FAILED_SHARE * room)
+        spender.take(piece, piece.floor)
+    spender.room = room
+
+    def density(piece: _Piece, index: int) -> float:
+        extra = _unit_cost(piece, index) + spender.start_cost(piece)
+        value = piece.values[index]
+        if not piece.chosen and index != 0:
+            extra += _unit_cost(piece, 0)
+            value += piece.values[0]
+        return value / max(1, extra)
+
+    heap: list[tuple[float, int, int]] = []
+    for number, piece in enumerate(pieces):
+        for index in range(len(piece.units)):
+            if index not in piece.chosen:
+                heap.append((-density(piece, index), number, index))
+    heapq.heapify(heap)
+    while heap:
+        negative, number, index = heapq.heappop(heap)
+        piece = pieces[number]
+        if index in piece.chosen:
             continue
-        show = 1 if choice.lead is not None else 2
-        cost = _cost(choice, show) + heading_cost(choice.item)
-        if used + cost <= FAILED_SHARE * room:
-            take(choice, show)
-    while True:
-        best: tuple[float, _Choice, int] | None = None
-        for choice in choices:
-            for show in (1, 2):
-                if show <= choice.show or (show == 1 and choice.lead is None):
-                    continue
-                extra = _cost(choice, show) - _cost(choice, choice.show)
-                extra += heading_cost(choice.item)
-                if used + extra > room or extra <= 0:
-                    continue
-                gain = _value(choice, show) - _value(choice, choice.show)
-                density = gain / extra
-                if best is None or density > best[0]:
-                    best = (density, choice, show)
-        if best is None:
-            return
-        take(best[1], best[2])
+        current = density(piece, index)
+        if current < -negative - 1e-12:
+            heapq.heappush(heap, (-current, number, index))
+            continue
+        spender.take(piece, [index])
 
 
-def render(outline: Outline, choices: Sequence[_Choice], path: str) -> str:
-    """Given the choices, return the text: shown items under their headings, document order,
-    and one pointer for each run of lines left out."""
+def render(outline: Outline, pieces: Sequence[_Piece], path: str) -> str:
+    """Given the packed pieces, return the text: shown items under their headings, document
+    order, and one pointer for each run of lines left out."""
     shown_headings: set[int] = set()
-    for choice in choices:
-        if choice.show:
-            index = choice.item.heading
+    for piece in pieces:
+        if piece.chosen:
+            index = piece.item.heading
             while index is not None:
                 shown_headings.add(index)
                 index = outline.headings[index].parent
     events: list[tuple[int, int, str | None]] = []  # (line_start, line_end, text or None)
     for number, heading in enumerate(outline.headings):
-        text = heading.text if number in shown_headings else None
-        events.append((heading.line, heading.line, text))
-    for choice in choices:
-        item = choice.item
-        if choice.show == 2:
-            events.append((item.line_start, item.line_end, choice.full))
-        elif choice.show == 1 and choice.lead is not None:
-            events.append((item.line_start, item.line_end, f"{choice.lead} ({_span(item)})"))
-        else:
+        shown = heading.text if number in shown_headings else None
+        events.append((heading.line, heading.line, shown))
+    for piece in pieces:
+        item = piece.item
+        if not piece.chosen:
             events.append((item.line_start, item.line_end, None))
+        elif len(piece.chosen) == len(piece.units):
+            events.append((item.line_start, item.line_end, item.text))
+        else:
+            chosen = sorted(piece.chosen)
+            text = joined(item.text, piece.units, chosen)
+            more = " …" if chosen[-1] < len(piece.units) - 1 else ""
+            events.append((item.line_start, item.line_end, f"{text}{more} ({_span(item)})"))
     events.sort(key=lambda event: (event[0], event[1]))
     out: list[str] = []
     hidden: list[tuple[int, int]] = []
@@ -314,8 +212,11 @@ def _span(item: Item) -> str:
 
 def whole_outline(outline: Outline) -> str:
     """Given an outline, return every heading and item in full (the file without comments)."""
-    choices = [_Choice(item, item.text, None, 0.0, 0.0, 2) for item in outline.items]
-    return render(outline, choices, outline.path)
+    pieces = []
+    for item in outline.items:
+        units = units_of(item.text) or [Unit(0, item.text)]
+        pieces.append(_Piece(item, units, [0.0] * len(units), [], set(range(len(units)))))
+    return render(outline, pieces, outline.path)
 
 
 def _pointer_only(outline: Outline, path: str, budget: int) -> str:

@@ -94,7 +94,7 @@ __all__ = [
 
 QUERY_MAX_CHARS = 1_000
 
-RULES_SHARE = 0.25  # the most of a carry the user's standing rules take; the rest are named
+RULES_SHARE = 0.14  # the most of a carry the user's standing rules take; the rest are named
 MIN_SECTIONS = 2  # fewer recognised ledger sections than this: the flat carry is better
 FallbackReason = Literal["too_few_sections"]
 _ANCHOR_ID = re.compile(r"mem_[0-9a-f]{32}")

@@ -35,12 +35,19 @@ def standing_rules(
         text = entry.text.strip()
         if not text:
             continue
-        force = rule_force(text) + (1 if entry.path.casefold() == "memory.md" else 0)
+        kept = entry.path.casefold() == "memory.md"  # the user's own standing-rules file
+        force = rule_force(text) + (1 if kept else 0)
         if force <= 0:
             continue
         folded = text.casefold()
         shared = sum(1 for term in terms if term in folded)
-        score = 1.0 + confidence.get(entry.id, 0.0) + 0.05 * min(shared, 10) + 0.02 * min(force, 10)
+        density = force / max(1.0, len(text) / 200)
+        score = (
+            (2.0 if kept else 1.0)
+            + confidence.get(entry.id, 0.0)
+            + 0.05 * min(shared, 10)
+            + 0.05 * min(density, 5.0)
+        )
         ranked.append((entry, score))
     ranked.sort(key=lambda pair: (-pair[1], pair[0].path, pair[0].line_start))
     return ranked
