@@ -194,12 +194,12 @@ def render(outline: Outline, pieces: Sequence[_Piece], path: str) -> str:
             out.append(f"… not shown: {path}:{span}")
             hidden.clear()
 
-    for start, end, text in events:
-        if text is None:
+    for start, end, shown_text in events:
+        if shown_text is None:
             hidden.append((start, end))
             continue
         flush()
-        out.append(text)
+        out.append(shown_text)
     flush()
     return "\n".join(out)
 
