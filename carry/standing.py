@@ -19,6 +19,8 @@ from carryd.index.redact import redact
 
 STANDING_HEADING = "# Your standing rules (root-level memory: they hold in every workspace)"
 UNSHOWN_DEFAULTS = "Root-level rules over the budget, not shown:"
+MAX_NAMED = 6  # rules over the budget named one by one; the rest by their files
+MAX_LISTED_CHARS = 240  # knowledge notes listed by name up to this; beyond, counted per folder
 UNSHOWN_NOTES = "Root-level notes that state no rule, not shown (`carryd recall` finds them):"
 
 
@@ -31,21 +33,26 @@ def standing_rules(
     which is not a standing rule (it is named, not shown); then relevance to the goal and the
     next steps (recall's confidence, shared words); then force."""
     ranked: list[tuple[Entry, float]] = []
-    for entry in entries:
+    for position, entry in enumerate(entries):
         text = entry.text.strip()
         if not text:
             continue
-        kept = entry.path.casefold() == "memory.md"  # the user's own standing-rules file
-        force = rule_force(text) + (1 if kept else 0)
+        force = rule_force(text)
+        if entry.path.casefold() == "memory.md":
+            # The user's own standing-rules file: its rules first, in the user's order; what
+            # states no imperative there (an introduction) after the rules of other notes.
+            score = 3.0 - 0.001 * position if force else 1.5 - 0.001 * position
+            ranked.append((entry, score))
+            continue
         if force <= 0:
             continue
         folded = text.casefold()
         shared = sum(1 for term in terms if term in folded)
         density = force / max(1.0, len(text) / 200)
         score = (
-            (2.0 if kept else 1.0)
+            1.0
             + confidence.get(entry.id, 0.0)
-            + 0.05 * min(shared, 10)
+            + 0.08 * min(shared, 10)
             + 0.05 * min(density, 5.0)
         )
         ranked.append((entry, score))
@@ -66,9 +73,10 @@ def standing_segment(
     def fit(room: int, _: Mapping[str, str]) -> str:
         limit = min(room, cap)
         for count in range(len(blocks), -1, -1):
-            text = _standing_text(defaults, memory, count)
-            if len(text) <= limit:
-                return text
+            for compact in (False, True):  # the rules themselves before the names of notes
+                text = _standing_text(defaults, memory, count, compact=compact)
+                if len(text) <= limit:
+                    return text
         return ""
 
     return PromptSegment(
@@ -76,18 +84,25 @@ def standing_segment(
     )
 
 
-def _standing_text(defaults: Sequence[Entry], memory: MemoryContextPlan, count: int) -> str:
+def _standing_text(
+    defaults: Sequence[Entry], memory: MemoryContextPlan, count: int, *, compact: bool = False
+) -> str:
     """Given the selection and how many of its standing blocks to show, return the segment:
-    those blocks and the line naming every default not shown ("" when there is nothing)."""
+    those blocks and the lines naming every note not shown ("" when there is nothing) —
+    `compact`: by their files and folders only."""
     shown = memory.standing_blocks[:count]
     left = tuple(memory_id for memory_id, _ in memory.standing_blocks[count:])
-    unshown = unshown_defaults(defaults, memory, also=left)
+    unshown = unshown_defaults(defaults, memory, also=left, compact=compact)
     body = "\n".join(part for part in ("\n\n".join(b for _, b in shown), unshown) if part)
     return f"{STANDING_HEADING}\n{body}" if body else ""
 
 
 def unshown_defaults(
-    root_defaults: Sequence[Entry], plan: MemoryContextPlan, *, also: Sequence[str] = ()
+    root_defaults: Sequence[Entry],
+    plan: MemoryContextPlan,
+    *,
+    also: Sequence[str] = (),
+    compact: bool = False,
 ) -> str:
     """Given the memory selection (and ids of selected defaults the carry's budget left out),
     return the lines naming root-level notes not shown ("" when every one is shown): a rule
@@ -109,10 +124,16 @@ def unshown_defaults(
     shown = {memory_id for memory_id, _ in plan.standing_blocks} - set(missing_ids)
     lines = []
     if missing:
+        first = 0 if compact else MAX_NAMED
         named = "; ".join(
             f"{_title(entry)} ({entry.path}:{entry.line_start}-{entry.line_end})"
-            for entry in missing
+            for entry in missing[:first]
         )
+        rest = missing[first:]
+        if rest:
+            files = sorted({e.path for e in rest})
+            where = _folders(files) if compact else _grouped(files)
+            named += f"{'; ' if named else ''}+{len(rest)} in {where}"
         lines.append(f"{UNSHOWN_DEFAULTS} {named}")
     others = sorted(
         {
@@ -123,8 +144,18 @@ def unshown_defaults(
         - {entry.path for entry in root_defaults if entry.id in shown}
     )
     if others:
-        lines.append(f"{UNSHOWN_NOTES} {_grouped(others)}")
+        listed = _grouped(others)
+        if compact or len(listed) > MAX_LISTED_CHARS:
+            listed = f"{len(others)} files in {_folders(others)}"
+        lines.append(f"{UNSHOWN_NOTES} {listed}")
     return redact("\n".join(lines)) if lines else ""
+
+
+def _folders(paths: Sequence[str]) -> str:
+    """Given paths, return the folders that hold them ("notes/", "MEMORY.md" at the top)."""
+    tops = sorted({path for path in paths if "/" not in path})
+    folders = sorted({path.rpartition("/")[0] + "/" for path in paths if "/" in path})
+    return ", ".join([*tops, *folders])
 
 
 def _title(entry: Entry) -> str:
