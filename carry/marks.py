@@ -106,6 +106,21 @@ REASON_CUES = (
     "parce que", "à cause", "cause :",
 )  # fmt: skip
 
+# Where an attempt that looked fine turned out wrong ("but", 但是, 그런데, しかし, pero, …): the
+# reason follows, when no explicit cue names it.
+TURN_CUES = (
+    "but ", "however", "turned out", "until ", "但是", "但", "结果", "可是", "然而", "그런데",
+    "하지만", "그러나", "しかし", "ところが", "でも", "pero ", "sin embargo", "aber ", "jedoch",
+    "mais ", "cependant", "porém", "mas ",
+)  # fmt: skip
+
+# An item that opens as an attempt ("Tried …", "시도:", "試した", "Intento 3") is read as one:
+# it keeps its reason like a failed one (what was tried, and how it came out).
+ATTEMPT_WORDS = (
+    "tried", "attempt", "try:", "experiment", "试了", "尝试", "試した", "試し", "トライ", "시도",
+    "intento", "probé", "probamos", "versuch", "probiert", "essai", "tentative", "tentativa",
+)  # fmt: skip
+
 _SYMBOLS: tuple[tuple[ItemState, re.Pattern[str]], ...] = (
     ("superseded", re.compile(r"\(superseded[^)]*\)|\bsuperseded\b", re.IGNORECASE)),
     ("open", re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*(?:\[\s\]|☐)")),
@@ -138,6 +153,8 @@ _STATE_PATTERNS: dict[ItemState, re.Pattern[str]] = {
     )
     for state in ("failed", "superseded", "done", "open")
 }
+_ATTEMPT = _word_pattern(ATTEMPT_WORDS)
+_DATED = re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*[\[(]?\d{4}-\d{2}-\d{2}[\])]?:?\s*")
 _RULE_PATTERN = _word_pattern(tuple(w for words in RULE_WORDS.values() for w in words))
 
 
@@ -166,6 +183,8 @@ def item_state(text: str) -> ItemState:
     for state in ("open", "done"):
         if _STATE_PATTERNS[state].search(opening):
             return state
+    if _ATTEMPT.search(_OPENING.sub("", _DATED.sub("", head))[:HEAD_WORDS_CHARS + 6]):
+        return "failed"
     return "plain"
 
 
@@ -174,11 +193,11 @@ def rule_force(text: str) -> int:
     return len(_RULE_PATTERN.findall(text))
 
 
-def reason_start(text: str) -> int | None:
+def reason_start(text: str, cues: tuple[str, ...] = REASON_CUES) -> int | None:
     """Given an item's text, return where its reason clause starts (None: no cue)."""
     folded = text.casefold()
     best: int | None = None
-    for cue in REASON_CUES:
+    for cue in cues:
         position = folded.find(cue)
         if position > 0 and (best is None or position < best):
             best = position

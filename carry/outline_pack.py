@@ -18,8 +18,9 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from carryd.carry.marks import item_state
 from carryd.carry.outline import Item, Outline
-from carryd.carry.units import Unit, joined, reason_units, salience, units_of
+from carryd.carry.units import Unit, joined, reason_units, salience, shape_of, units_of
 
 STATE_FACTOR = {"open": 1.4, "failed": 1.3, "plain": 1.0, "done": 0.5, "superseded": 0.25}
 FAILED_SHARE = 0.85  # failed attempts' first and reason units may take this much of the room
@@ -49,10 +50,14 @@ def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
         values = [factor * (1.0 + salience(u.text) + len(u.text) / 120) for u in units]
         values[0] += 0.5 * factor  # the first unit says what the item is about
         floor: list[int] = []
-        if item.state == "failed":
+        if shape_of(item.text) == "table":
+            # A table of attempts: each failed row is an attempt with its reason.
+            floor = [i for i, unit in enumerate(units) if i and item_state(unit.text) == "failed"]
+            floor = [0, *floor] if floor else []
+        elif item.state == "failed":
             floor = sorted({0, *reason_units(units)})
-            for index in floor[1:]:
-                values[index] *= REASON_BONUS
+        for index in floor[1:]:
+            values[index] *= REASON_BONUS
         pieces.append(_Piece(item, units, values, floor))
     return pieces
 

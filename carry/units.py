@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from carryd.carry.marks import item_state, reason_start
+from carryd.carry.marks import TURN_CUES, item_state, reason_start
 
 MIN_SENTENCE = 16  # a "sentence" shorter than this joins the next one ("2.", "e.g.")
 
@@ -98,7 +98,9 @@ def reason_units(units: Sequence[Unit]) -> list[int]:
     """Given a failed attempt's units, return those that hold its reason: the first one after
     the opening with an explicit cue ("because", "reason:", 原因, porque, …) — with the next
     one when the cue ends it — else the one that marks the failure (and the next one when the
-    mark stands alone: "**Failed**:"), else the second unit."""
+    mark stands alone: "**Failed**:", or the one before a closing verdict: "… Dropped."),
+    else the first turn ("but", 但是, 그런데, …), else the
+    second unit."""
     for index, unit in enumerate(units[1:], start=1):
         cue = reason_start(unit.text)
         if cue is not None:
@@ -108,8 +110,14 @@ def reason_units(units: Sequence[Unit]) -> list[int]:
             return [index]
     for index, unit in enumerate(units):
         if item_state(unit.text) == "failed":
-            if index + 1 < len(units) and len(unit.text.strip()) < 40:
-                return [index, index + 1]
+            if len(unit.text.strip()) >= 40:
+                return [index]
+            if index + 1 < len(units):
+                return [index, index + 1]  # "**Failed**:" alone: the reason comes next
+            return [index - 1, index] if index > 1 else [index]  # "… 0 panics. Dropped."
+    
+    for index, unit in enumerate(units[1:], start=1):
+        if reason_start(unit.text, TURN_CUES) is not None:
             return [index]
     return [1] if len(units) > 1 else []
 
