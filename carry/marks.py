@@ -131,6 +131,7 @@ _SYMBOLS: tuple[tuple[ItemState, re.Pattern[str]], ...] = (
 # Done/open words count only at an item's opening ("Done: …", "TODO …", "完了 …"): inside a
 # status line ("本番反映済み 5 件", "3 open PRs") they describe something else.
 HEAD_WORDS_CHARS = 14
+OPENING_SLACK = 3  # a done/open word must start within the opening's first characters
 _OPENING = re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*(?:\[[^\]]{0,12}\]\s*)?[*_`\s]*")
 _STRIKE = re.compile(r"~~(.+?)~~", re.DOTALL)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
@@ -181,11 +182,24 @@ def item_state(text: str) -> ItemState:
             return state
     opening = _OPENING.sub("", head)[:HEAD_WORDS_CHARS]
     for state in ("open", "done"):
-        if _STATE_PATTERNS[state].search(opening):
+        match = _STATE_PATTERNS[state].search(opening)
+        if match is not None and match.start() <= OPENING_SLACK:
             return state
     if _ATTEMPT.search(_OPENING.sub("", _DATED.sub("", head))[:HEAD_WORDS_CHARS + 6]):
         return "failed"
     return "plain"
+
+
+_ATTEMPT_HEADING = _word_pattern(
+    (*ATTEMPT_WORDS, "attempts", "dead end", "dead ends", "pitfalls", "gotchas", "踩坑", "弯路",
+     "失败", "失敗", "ハマりどころ", "실패", "시도", "fallidos", "intentos", "versuche",
+     "sackgassen", "échecs", "essais", "tentativas")
+)  # fmt: skip
+
+
+def names_attempts(heading: str) -> bool:
+    """Given a heading's words, return whether it names attempts or dead ends."""
+    return _ATTEMPT_HEADING.search(heading) is not None
 
 
 def rule_force(text: str) -> int:

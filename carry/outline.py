@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from carryd.carry.ledger import markdown_blocks, section_kind_of, source_lines
-from carryd.carry.marks import ItemState, item_state
+from carryd.carry.marks import ItemState, item_state, names_attempts
 from carryd.carry.sections import SECTION_TABLE
 
 # Known section kinds weigh more (seed P6's shares, as multipliers); unknown ones weigh 1.
-KIND_WEIGHT = {spec.kind: 1.0 + spec.weight for spec in SECTION_TABLE}
+KIND_WEIGHT = {spec.kind: 1.0 + 2 * spec.weight for spec in SECTION_TABLE}
 LOG_MIN_ENTRIES = 3  # sibling headings that are dated or numbered: a log
 LONG_LIST = 8  # outside a log, a section with this many items is read as appended to
 
@@ -134,13 +134,16 @@ def parse_outline(text: str, path: str = "") -> Outline:
             index = siblings.index(start)
             recency = 1.0 if len(siblings) < LONG_LIST else 0.3 + 0.7 * index / (len(siblings) - 1)
             in_log = False
+        state = item_state(body)
+        if state == "plain" and _under_attempts(headings, heading):
+            state = "failed"  # an item of a tried / dead-ends section is an attempt
         items.append(
             Item(
                 body,
                 start,
                 end,
                 heading,
-                item_state(body),
+                state,
                 recency,
                 _weight(headings, heading),
                 in_log,
@@ -224,6 +227,18 @@ def _enclosing(headings: Sequence[Heading], index: int | None, entries: set[int]
             return index
         index = headings[index].parent
     return None
+
+
+def _under_attempts(headings: Sequence[Heading], index: int | None) -> bool:
+    """Given an item's heading, return whether a heading above it names attempts or dead ends:
+    the known "tried" section, or a heading with an attempt or failure word in any language
+    ("Attempts log", "Intentos fallidos", "실패한 시도", "踩坑记录")."""
+    while index is not None:
+        title = headings[index].title
+        if section_kind_of(title) == "tried" or names_attempts(title):
+            return True
+        index = headings[index].parent
+    return False
 
 
 def _weight(headings: Sequence[Heading], index: int | None) -> float:

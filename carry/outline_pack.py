@@ -20,11 +20,21 @@ from dataclasses import dataclass, field
 
 from carryd.carry.marks import item_state
 from carryd.carry.outline import Item, Outline
-from carryd.carry.units import Unit, joined, reason_units, salience, shape_of, units_of
+from carryd.carry.units import (
+    Unit,
+    content_chars,
+    joined,
+    reason_units,
+    salience,
+    shape_of,
+    units_of,
+)
 
 STATE_FACTOR = {"open": 1.4, "failed": 1.3, "plain": 1.0, "done": 0.5, "superseded": 0.25}
-FAILED_SHARE = 0.85  # failed attempts' first and reason units may take this much of the room
+FAILED_WHOLE_SHARE = 0.3  # then newest first whole, while all failed take this share
+FAILED_SHARE = 0.5  # failed attempts' first and reason units, first, up to this share
 REASON_BONUS = 1.5
+FENCE_FACTOR = 0.7  # a code block's lines after its first: often pasted output
 RELEVANT_BONUS = 1.2
 POINTER_CHARS = 12  # " (L123-130)" after an item shown in part
 
@@ -47,7 +57,9 @@ def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
         if relevance and any(term in item.text.casefold() for term in relevance):
             factor *= RELEVANT_BONUS
         units = units_of(item.text) or [Unit(0, item.text)]
-        values = [factor * (1.0 + salience(u.text) + len(u.text) / 120) for u in units]
+        values = [factor * (1.0 + salience(u.text) + content_chars(u.text) / 120) for u in units]
+        if shape_of(item.text) == "fence":
+            values[2:] = [value * FENCE_FACTOR for value in values[2:]]  # output, not command
         values[0] += 0.5 * factor  # the first unit says what the item is about
         floor: list[int] = []
         if shape_of(item.text) == "table":
@@ -132,9 +144,15 @@ def _spend(pieces: list[_Piece], outline: Outline, room: int) -> None:
     failed = sorted(
         (p for p in pieces if p.floor), key=lambda p: (-p.item.recency, -p.item.position)
     )
+    # Failed attempts first, newest first: whole while they take less than their share, then
+    # each at least its floor (its first unit and its reason's).
+    spender.room = int(FAILED_SHARE * room)
     for piece in failed:
-        spender.room = int(FAILED_SHARE * room)
         spender.take(piece, piece.floor)
+    spender.room = int(FAILED_WHOLE_SHARE * room)
+    for piece in failed:
+        if piece.chosen:
+            spender.take(piece, range(len(piece.units)))
     spender.room = room
 
     def density(piece: _Piece, index: int) -> float:

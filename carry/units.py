@@ -49,6 +49,15 @@ def salience(text: str) -> int:
     return sum(1 for token in _SALIENT.findall(text) if not _DATE_LIKE.fullmatch(token.strip()))
 
 
+_WIDE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def content_chars(text: str) -> int:
+    """Given a text, return its length with each CJK or Hangul character counted twice: such a
+    character says about what two Latin ones do."""
+    return len(text) + len(_WIDE.findall(text))
+
+
 def shape_of(text: str) -> UnitShape:
     """Given an item's text, return whether it is prose, a code block or a table."""
     lines = text.split("\n")
@@ -94,32 +103,44 @@ def _inside_code(line: str, position: int) -> bool:
     return line.count("`", 0, position) % 2 == 1
 
 
+MAX_REASON_UNITS = 3
+
+
 def reason_units(units: Sequence[Unit]) -> list[int]:
-    """Given a failed attempt's units, return those that hold its reason: the first one after
-    the opening with an explicit cue ("because", "reason:", 原因, porque, …) — with the next
-    one when the cue ends it — else the one that marks the failure (and the next one when the
-    mark stands alone: "**Failed**:", or the one before a closing verdict: "… Dropped."),
-    else the first turn ("but", 但是, 그런데, …), else the
-    second unit."""
+    """Given a failed attempt's units, return those that hold its reason (at most three, in
+    order): each one after the opening with an explicit cue ("because", "reason:", 原因,
+    porque, …), with the next one when the cue ends it; the one that marks the failure (and
+    the next one when the mark stands alone, "**Failed**:", or the one before a closing
+    verdict, "… Dropped."); the first turn ("but", 但是, 그런데, …). Without any, the second."""
+    found: list[int] = []
+
+    def add(*indices: int) -> None:
+        for index in indices:
+            if 0 < index < len(units) and index not in found:
+                found.append(index)
+
     for index, unit in enumerate(units[1:], start=1):
         cue = reason_start(unit.text)
         if cue is not None:
             tail = unit.text[cue:].strip(" *:：→->=")
-            if len(tail) < 12 and index + 1 < len(units):
-                return [index, index + 1]
-            return [index]
+            add(index, index + 1) if len(tail) < 12 else add(index)
+            break
     for index, unit in enumerate(units):
         if item_state(unit.text) == "failed":
             if len(unit.text.strip()) >= 40:
-                return [index]
-            if index + 1 < len(units):
-                return [index, index + 1]  # "**Failed**:" alone: the reason comes next
-            return [index - 1, index] if index > 1 else [index]  # "… 0 panics. Dropped."
-    
+                add(index)
+            elif index + 1 < len(units):
+                add(index, index + 1)  # "**Failed**:" alone: the reason comes next
+            else:
+                add(index - 1, index)  # "… 0 panics. Dropped."
+            break
     for index, unit in enumerate(units[1:], start=1):
         if reason_start(unit.text, TURN_CUES) is not None:
-            return [index]
-    return [1] if len(units) > 1 else []
+            add(index)
+            break
+    if not found:
+        add(1)
+    return sorted(found[:MAX_REASON_UNITS])
 
 
 def joined(text: str, units: Sequence[Unit], chosen: Sequence[int]) -> str:
