@@ -271,6 +271,10 @@ def test_fallback_when_the_ledger_is_not_utf8(memory_root: Settings) -> None:
     text = assert_fallback(memory_root, "webshop", "UnicodeDecodeError")
     assert "Queueing refunds" in text  # the flat carry still holds the ledger, decoded leniently
     assert "Checkout service moved" in text
+    # … and the user's standing rules (issue 20: a failed planner is no reason to lose them)
+    assert "# Your standing rules (`MEMORY.md`)" in text
+    assert "Write commit messages that say why, not what." in text
+    assert "MEMORY.md" in {s["path"] for s in manifest(memory_root, "webshop")["sources"]}
 
 
 def test_fallback_when_the_ledger_is_a_directory(memory_root: Settings) -> None:
