@@ -119,6 +119,15 @@ TURN_CUES = (
 ATTEMPT_WORDS = (
     "tried", "attempt", "try:", "experiment", "试了", "尝试", "試した", "試し", "トライ", "시도",
     "intento", "probé", "probamos", "versuch", "probiert", "essai", "tentative", "tentativa",
+    # an explanation of why something failed is read like one ("Reason: …", "Cause #2 found")
+    "reason", "cause", "root cause", "原因", "원인", "causa", "ursache", "理由",
+)  # fmt: skip
+
+# Where an explanation concludes ("So …", 所以, つまり, 따라서, por lo tanto, daher, donc).
+CONCLUSION_CUES = (
+    "so ", "therefore", "thus", "which means", "所以", "因此", "结论", "つまり", "結論", "따라서",
+    "결론", "그래서", "por lo tanto", "así que", "conclusión", "daher", "deshalb", "also ",
+    "donc", "portanto", "então",
 )  # fmt: skip
 
 _SYMBOLS: tuple[tuple[ItemState, re.Pattern[str]], ...] = (

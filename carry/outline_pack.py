@@ -32,7 +32,7 @@ from carryd.carry.units import (
 
 STATE_FACTOR = {"open": 1.4, "failed": 1.3, "plain": 1.0, "done": 0.5, "superseded": 0.25}
 FAILED_WHOLE_SHARE = 0.3  # then newest first whole, while all failed take this share
-FAILED_SHARE = 0.5  # failed attempts' first and reason units, first, up to this share
+FAILED_SHARE = 0.4  # failed attempts' first and reason units, first, up to this share
 REASON_BONUS = 1.5
 FENCE_FACTOR = 0.7  # a code block's lines after its first: often pasted output
 RELEVANT_BONUS = 1.2
@@ -61,6 +61,8 @@ def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
         if shape_of(item.text) == "fence":
             values[2:] = [value * FENCE_FACTOR for value in values[2:]]  # output, not command
         values[0] += 0.5 * factor  # the first unit says what the item is about
+        if shape_of(item.text) == "fence":
+            values[0] = 0.0  # an opening "```sql" says nothing by itself
         floor: list[int] = []
         if shape_of(item.text) == "table":
             # A table of attempts: each failed row is an attempt with its reason.

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from carryd.carry.marks import TURN_CUES, item_state, reason_start
+from carryd.carry.marks import CONCLUSION_CUES, TURN_CUES, item_state, reason_start
 
 MIN_SENTENCE = 16  # a "sentence" shorter than this joins the next one ("2.", "e.g.")
 
@@ -111,7 +111,8 @@ def reason_units(units: Sequence[Unit]) -> list[int]:
     order): each one after the opening with an explicit cue ("because", "reason:", 原因,
     porque, …), with the next one when the cue ends it; the one that marks the failure (and
     the next one when the mark stands alone, "**Failed**:", or the one before a closing
-    verdict, "… Dropped."); the first turn ("but", 但是, 그런데, …). Without any, the second."""
+    verdict, "… Dropped."); the first turn ("but", 但是, 그런데, …) and the first conclusion
+    ("so", 所以, つまり, 따라서, …). Without any, the second."""
     found: list[int] = []
 
     def add(*indices: int) -> None:
@@ -127,17 +128,16 @@ def reason_units(units: Sequence[Unit]) -> list[int]:
             break
     for index, unit in enumerate(units):
         if item_state(unit.text) == "failed":
-            if len(unit.text.strip()) >= 40:
-                add(index)
-            elif index + 1 < len(units):
-                add(index, index + 1)  # "**Failed**:" alone: the reason comes next
+            if index + 1 < len(units):
+                add(index, index + 1)  # "**Failed**: <symptom>." then why
             else:
                 add(index - 1, index)  # "… 0 panics. Dropped."
             break
-    for index, unit in enumerate(units[1:], start=1):
-        if reason_start(unit.text, TURN_CUES) is not None:
-            add(index)
-            break
+    for cues in (TURN_CUES, CONCLUSION_CUES):
+        for index, unit in enumerate(units[1:], start=1):
+            if reason_start(unit.text, cues) is not None:
+                add(index)
+                break
     if not found:
         add(1)
     return sorted(found[:MAX_REASON_UNITS])
