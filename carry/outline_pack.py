@@ -37,6 +37,7 @@ REASON_BONUS = 1.5
 FENCE_FACTOR = 0.7  # a code block's lines after its first: often pasted output
 RELEVANT_BONUS = 1.2
 POINTER_CHARS = 12  # " (L123-130)" after an item shown in part
+LINE_FLOOR_CHARS = 400  # a failed attempt's floor keeps whole lines up to this
 
 
 @dataclass
@@ -69,11 +70,22 @@ def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
             floor = [i for i, unit in enumerate(units) if i and item_state(unit.text) == "failed"]
             floor = [0, *floor] if floor else []
         elif item.state == "failed":
-            floor = sorted({0, *reason_units(units)})
+            floor = _line_floor(units, sorted({0, *reason_units(units)}))
         for index in floor[1:]:
             values[index] *= REASON_BONUS
         pieces.append(_Piece(item, units, values, floor))
     return pieces
+
+
+def _line_floor(units: Sequence[Unit], core: Sequence[int]) -> list[int]:
+    """Given a failed attempt's units and its first and reason units, return its floor: the
+    whole lines that hold them ("a line that holds its reason"), unless those lines run over
+    `LINE_FLOOR_CHARS` — then the sentences alone."""
+    lines = {units[index].line for index in core}
+    whole = [index for index, unit in enumerate(units) if unit.line in lines]
+    if sum(len(units[index].text) for index in whole) <= LINE_FLOOR_CHARS:
+        return whole
+    return list(core)
 
 
 def pack_outline(
