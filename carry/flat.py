@@ -11,6 +11,7 @@ The trailer every carry ends with lives here too, so the fallback has no other d
 
 from __future__ import annotations
 
+import re
 import shlex
 import unicodedata
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from carryd.index.redact import redact
 FLAT_PLAN_CHARS = 3_000
 FLAT_LEDGER_CHARS = 8_000
 FLAT_TOTAL_CHARS = 18_000
+FLAT_RULES_CHARS = 1_500  # the fallback's share for the user's standing rules
 
 FLAT_NOTE = (
     "> This carry is the flat fallback: the plan and the ledger are cut at fixed lengths "
@@ -37,6 +39,12 @@ class FlatInputs:
     plan_path: str  # relative to the memory root
     ledger_path: str
     root: str | None = None  # the memory root, named in the trailer (None: not named)
+    # The fallback of a planned carry (issue 20): cut at item boundaries, newest kept, with
+    # the user's standing rules (`rules_text`, root-level MEMORY.md). False: the plain fixed
+    # truncation (the P9 bench's arm ①, and the cost a planned carry must not exceed).
+    whole_items: bool = False
+    rules_text: str | None = None
+    rules_path: str = "MEMORY.md"
 
 
 def trailer(
@@ -104,32 +112,164 @@ def build_flat_carry(
     )
     note = redact(FLAT_NOTE)
     required = [discipline, note, redact(closing)]
-
+    whole = inputs.whole_items
+    rules_block = ""
+    if whole and inputs.rules_text is not None:  # the user's rules get their room first
+        rules_block = _block(
+            f"# Your standing rules (`{inputs.rules_path}`)\n",
+            inputs.rules_text,
+            min(FLAT_RULES_CHARS, total_chars // 6),
+            required,
+            total_chars,
+            path=inputs.rules_path,
+            whole=True,
+            newest=False,
+        )
+    taken = [*required, rules_block] if rules_block else required
     ledger_block = ""
     if inputs.ledger_text is not None:
-        heading = redact(
-            f"# Handoff ledger (`{inputs.ledger_path}`, first {ledger_chars} chars)\n"
+        how = "whole items, the newest kept" if whole else f"first {ledger_chars} chars"
+        ledger_block = _block(
+            f"# Handoff ledger (`{inputs.ledger_path}`, {how})\n",
+            inputs.ledger_text,
+            ledger_chars,
+            taken,
+            total_chars,
+            path=inputs.ledger_path,
+            whole=whole,
+            newest=True,
         )
-        room = min(ledger_chars, remaining_chars(required, total_chars) - len(heading))
-        body = safe_prefix(redact(inputs.ledger_text).strip("\n"), room).rstrip("\n")
-        ledger_block = heading + body if body.strip() else ""
-
     plan_block = ""
     if inputs.plan_text is not None:
-        heading = redact(f"# Plan (`{inputs.plan_path}`, first {plan_chars} chars)\n")
-        taken = [*required, ledger_block] if ledger_block else required
-        room = min(plan_chars, remaining_chars(taken, total_chars) - len(heading))
-        body = safe_prefix(redact(inputs.plan_text).strip("\n"), room).rstrip("\n")
-        plan_block = heading + body if body.strip() else ""
+        how = "whole items" if whole else f"first {plan_chars} chars"
+        plan_block = _block(
+            f"# Plan (`{inputs.plan_path}`, {how})\n",
+            inputs.plan_text,
+            plan_chars,
+            [*taken, ledger_block] if ledger_block else taken,
+            total_chars,
+            path=inputs.plan_path,
+            whole=whole,
+            newest=False,
+        )
 
     segments = [
         PromptSegment("discipline", discipline, required=True, priority=0, budget_priority=0),
         PromptSegment("flat_note", note, required=True, priority=1, budget_priority=0),
         PromptSegment("plan", plan_block, required=False, priority=2, budget_priority=2),
         PromptSegment("ledger", ledger_block, required=False, priority=3, budget_priority=1),
+        PromptSegment("standing", rules_block, required=False, priority=4, budget_priority=0),
         PromptSegment("trailer", redact(closing), required=True, priority=9, budget_priority=0),
     ]
     return plan_prompt(segments, budget_chars=total_chars)
+
+
+_BLOCK_START = re.compile(r"^(?:#{1,6}\s|\s{0,1}(?:[-*+]|\d+[.)])\s)")
+_ISO_DATE = re.compile(r"(?:19|20)\d\d-\d\d-\d\d")
+
+
+def item_blocks(text: str) -> list[tuple[int, int]]:
+    """Given a text, return its blocks as 1-based inclusive line ranges — a heading, a
+    top-level list item with its continuation lines, a paragraph, a code block — found by
+    line shape alone: the fallback parses nothing, so it cannot fail where the planner did."""
+    blocks: list[tuple[int, int]] = []
+    start: int | None = None
+    fenced = False
+    for number, line in enumerate(text.split("\n"), start=1):
+        fence = line.lstrip().startswith(("```", "~~~"))
+        if fenced:
+            fenced = not fence
+            continue
+        boundary = not line.strip() or (_BLOCK_START.match(line) is not None) or fence
+        if boundary and start is not None:
+            blocks.append((start, number - 1))
+            start = None
+        if line.strip() and start is None:
+            start = number
+        fenced = fence
+        if line.startswith("#") and start is not None:
+            blocks.append((start, number))
+            start = None
+    if start is not None:
+        blocks.append((start, text.count("\n") + 1))
+    return blocks
+
+
+def _newest_last(text: str) -> bool:
+    """Given a text, return whether its newest entries are at its end (its dates rise)."""
+    dates = _ISO_DATE.findall(text)
+    half = len(dates) // 2
+    return len(dates) < 2 or max(dates[half:]) >= max(dates[:half])
+
+
+def item_cut(text: str, limit: int, path: str, *, newest: bool) -> str:
+    """Given a text, a limit and its path, return whole blocks within the limit (never a cut
+    inside one) and a pointer naming the lines left out. With `newest`, the opening blocks
+    (up to a quarter) and then the newest end of the file; else the blocks from the top."""
+    if len(text) <= limit:
+        return text
+    lines = text.split("\n")
+    blocks = item_blocks(text)
+
+    def size(block: tuple[int, int]) -> int:
+        return sum(len(line) + 1 for line in lines[block[0] - 1 : block[1]])
+
+    pointer = len(f"… not shown: {path}:{len(lines)}-{len(lines)}") * 2 + 2
+    kept: list[tuple[int, int]] = []
+    used = pointer
+    order = list(blocks)
+    if newest:
+        head, opening = [], 0
+        for block in blocks:
+            if opening + size(block) > limit // 4 or used + size(block) > limit:
+                break
+            head.append(block)
+            opening += size(block)
+            used += size(block)
+        rest = blocks[len(head) :]
+        kept = head
+        order = list(reversed(rest)) if _newest_last(text) else rest
+    for block in order:
+        if used + size(block) > limit:
+            break
+        kept.append(block)
+        used += size(block)
+    out: list[str] = []
+    previous = 0
+    for start, end in sorted(kept):
+        gap = lines[previous : start - 1]
+        if any(line.strip() for line in gap):
+            out.append(f"… not shown: {path}:{previous + 1}-{start - 1}")
+        else:
+            out.extend(gap)  # the blank lines between two blocks shown
+        out.extend(lines[start - 1 : end])
+        previous = end
+    if previous < len(lines) and any(line.strip() for line in lines[previous:]):
+        out.append(f"… not shown: {path}:{previous + 1}-{len(lines)}")
+    return "\n".join(out)
+
+
+def _block(
+    heading: str,
+    text: str,
+    cap: int,
+    taken: list[str],
+    total_chars: int,
+    *,
+    path: str,
+    whole: bool,
+    newest: bool,
+) -> str:
+    """Given a block's heading and source, its cap and what is taken, return the block: the
+    redacted text cut to the room left — at a fixed length, or (`whole`) at item boundaries."""
+    heading = redact(heading)
+    room = min(cap, remaining_chars(taken, total_chars) - len(heading))
+    source = redact(text).strip("\n")
+    if whole:
+        body = item_cut(source, room, path, newest=newest)
+    else:
+        body = safe_prefix(source, room).rstrip("\n")
+    return heading + body if body.strip() else ""
 
 
 def _continues_grapheme(text: str, index: int) -> bool:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from carryd.carry.ledger import Block, markdown_blocks, normalize_heading, source_lines
+from carryd.carry.outline import heading_key
 from carryd.carry.recency import DateKey, explicit_date
 from carryd.carry.truncate import line_span
 
@@ -46,7 +47,8 @@ _CURRENT = re.compile(
     r"(?:\W|$)"
 )
 _HISTORY = re.compile(
-    r"历史|踩坑|归档|变更记录|更新日志|版本记录"
+    r"历史|踩坑|归档|变更记录|更新日志|版本记录|経緯|履歴|変更履歴|이력|경과|변경 기록"
+    r"|^(?:log|logbook|journal|historial|bitácora|verlauf|historique|histórico)(?:\W|$)"
     r"|^(?:history|changelog|change log|version history|release history|release notes"
     r"|archive|archived|past|lessons learned)(?:\W|$)"
 )
@@ -86,18 +88,64 @@ def heading_mode(heading_text: str) -> PlanMode | None:
     return None
 
 
-def _modes(blocks: Sequence[Block]) -> list[PlanMode]:
+DATED_SHARE = 0.6  # a section whose entries are this dated is a history, whatever its name
+DATED_MIN = 3
+
+
+def _dated_sections(blocks: Sequence[Block], lines: Sequence[str]) -> set[int]:
+    """Given the blocks, return the indices of headings whose section is a dated log: at least
+    `DATED_MIN` entries (list items, paragraphs or sub-headings), most of them dated
+    (`## Log`, `## 経緯`, `## Verlauf` of `- 2026-11-03: …` lines or `### 2026-11-03` headings)."""
+    year = next((int(m.group(0)) for m in [re.search(r"(?:19|20)\d\d", "\n".join(lines))] if m), 0)
+    found: set[int] = set()
+    for index, block in enumerate(blocks):
+        if block.kind != "heading":
+            continue
+        entries = dated = 0
+        under_sub = False  # inside a sub-heading: that heading is the entry, not its lines
+        for inner in blocks[index + 1 :]:
+            if inner.kind == "heading" and inner.heading_level <= block.heading_level:
+                break
+            if inner.kind == "heading":
+                under_sub = True
+                entries += 1
+                dated += heading_key(inner.heading_text, year) is not None
+            elif not under_sub and inner.kind not in ("comment", "rule", "fence"):
+                entries += 1
+                text = "\n".join(lines[inner.line_start - 1 : inner.line_end])
+                dated += explicit_date(text, year=year) is not None
+        if entries >= DATED_MIN and dated >= DATED_SHARE * entries and dated >= DATED_MIN:
+            found.add(index)
+    return found
+
+
+_VERSION = re.compile(r"^v?\d+(?:\.\d+)+\b")
+
+
+def _entry_heading(block: Block) -> bool:
+    """Given a heading after a history's own, return whether it is one of its entries (a date,
+    a number, a version: "## 2.2.5", "## 2026-09-01") rather than a new section."""
+    title = block.heading_text.strip().lstrip("#*_ ")
+    return bool(_VERSION.match(title)) or heading_key(block.heading_text) is not None
+
+
+def _modes(blocks: Sequence[Block], lines: Sequence[str] = ()) -> list[PlanMode]:
     modes: list[PlanMode] = []
     mode: PlanMode = "current"
     mode_level: int | None = None  # None: the unmarked top of the file
-    for block in blocks:
+    dated = _dated_sections(blocks, lines) if lines else set()
+    for index, block in enumerate(blocks):
         if block.kind == "heading":
             level = block.heading_level
             if mode_level is not None and level < mode_level:
                 mode, mode_level = "current", None
             marker = heading_mode(block.heading_text)
+            if marker is None and index in dated:
+                marker = "history"  # a section of dated entries is a history
             if marker is not None and (mode_level is None or level <= mode_level):
                 mode, mode_level = marker, level
+            elif mode == "history" and level == mode_level and not _entry_heading(block):
+                mode, mode_level = "current", None  # "## Open questions" after the history
         modes.append(mode)
     return modes
 
@@ -122,7 +170,7 @@ def split_plan(text: str) -> PlanParts:
     """Given PLAN.md's text, return its current state and history blocks."""
     lines = source_lines(text)
     blocks = markdown_blocks(text)
-    modes = _modes(blocks)
+    modes = _modes(blocks, lines)
     history_runs: list[tuple[int, int]] = []
     units: list[PlanUnit] = []
     previous_mode: PlanMode | None = None
@@ -191,7 +239,7 @@ def history_items(text: str) -> tuple[HistoryItem, ...]:
     heading_dates: dict[int, tuple[DateKey, str]] = {}  # level → the date of that heading
     newest: DateKey = (0, 0, 0)
     year = 0
-    for block, mode in zip(blocks, _modes(blocks), strict=True):
+    for block, mode in zip(blocks, _modes(blocks, lines), strict=True):
         if block.kind == "heading":
             for level in [level for level in heading_dates if level >= block.heading_level]:
                 del heading_dates[level]

@@ -52,11 +52,8 @@ from carryd.carry.recency import item_facts, ledger_year, priority_order
 from carryd.carry.segments import (
     ANCHORS_HEADING,
     MEMORY_HEADING,
-    STANDING_HEADING,
-    UNSHOWN_DEFAULTS,
     CarryInputs,
     anchors_segment,
-    ledger_floor,
     ledger_parts,
     ledger_segment,
     memory_segment,
@@ -65,11 +62,15 @@ from carryd.carry.segments import (
     plan_history_text,
     plan_segment,
     rows_shown,
-    standing_segment,
-    unshown_defaults,
 )
 from carryd.carry.select import MemoryDecision
 from carryd.carry.sidecar import apply_sidecar, parse_sidecar
+from carryd.carry.standing import (
+    STANDING_HEADING,
+    UNSHOWN_DEFAULTS,
+    standing_segment,
+    unshown_defaults,
+)
 from carryd.carry.summary import flatten
 from carryd.index.errors import PromptBudgetError
 from carryd.index.redact import redact
@@ -93,6 +94,7 @@ __all__ = [
 
 QUERY_MAX_CHARS = 1_000
 
+RULES_SHARE = 0.14  # the most of a carry the user's standing rules take; the rest are named
 MIN_SECTIONS = 2  # fewer recognised ledger sections than this: the flat carry is better
 FallbackReason = Literal["too_few_sections"]
 _ANCHOR_ID = re.compile(r"mem_[0-9a-f]{32}")
@@ -195,8 +197,6 @@ def build_carry(inputs: CarryInputs, budgets: CarryBudgets = CarryBudgets()) -> 
     warnings: list[str] = []
     ledger = _parsed_ledger(inputs, warnings)
     unrecognised = tuple(redact(name) for name in ledger.unrecognised) if ledger else ()
-    if _too_few_sections(inputs, ledger):
-        return _flat_plan(inputs, budgets, warnings, unrecognised)
     closing = redact(_trailer(inputs))
     notice = redact(missing_notice(inputs))
     memory, excluded = memory_selection(inputs, budgets.memory)
@@ -204,27 +204,30 @@ def build_carry(inputs: CarryInputs, budgets: CarryBudgets = CarryBudgets()) -> 
     history = plan_history_text(inputs)
     parts = ledger_parts(inputs, ledger)
 
-    segments = [
-        PromptSegment("discipline", inputs.discipline, True, priority=0, budget_priority=0),
-        PromptSegment("notice", notice, True, priority=1, budget_priority=0),
-        ledger_segment(inputs, parts, budgets),
-        plan_segment(inputs, budgets),
-        standing_segment(
-            inputs,
-            memory,
-            reserve=ledger_floor(inputs, parts, tried_whole=budgets.dead_ends_before_rules),
-            yields=budgets.dead_ends_before_rules,
-        ),
-        memory_segment(inputs, memory),
-        anchors_segment(rows, newest_first, budgets, history=history),
-        PromptSegment("trailer", closing, True, priority=9, budget_priority=0),
-    ]
     # The root's name in the trailer's commands is paid on top: what a carry holds must not
     # depend on how long the path to the memory root happens to be.
     rootless = dataclasses.replace(inputs, root=None)
     bare = redact(_trailer(rootless))
     ceiling = cost_ceiling(rootless, budgets, required=(inputs.discipline, notice, bare))
     budget = min(budgets.total_chars, ceiling + len(closing) - len(bare))
+    segments = [
+        PromptSegment("discipline", inputs.discipline, True, priority=0, budget_priority=0),
+        PromptSegment("notice", notice, True, priority=1, budget_priority=0),
+        ledger_segment(inputs, parts, budgets),
+        plan_segment(inputs, budgets, total=budget),
+        standing_segment(inputs.root_defaults, memory, cap=budget),
+        memory_segment(inputs, memory),
+        anchors_segment(rows, newest_first, budgets, history=history),
+        PromptSegment("trailer", closing, True, priority=9, budget_priority=0),
+    ]
+    if planned_chars(segment.text for segment in segments if segment.text) > budget:
+        # Not everything fits: the standing rules take at most their share, the rest named.
+        segments = [
+            standing_segment(inputs.root_defaults, memory, cap=int(RULES_SHARE * budget))
+            if segment.name == "standing"
+            else segment
+            for segment in segments
+        ]
     planned: PromptPlan = plan_prompt(segments, budget_chars=budget)
     planned = _without_dangling_expand(planned, inputs, closing)
     anchors = next(d for d in planned.decisions if d.name == "anchors")

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from carryd.carry.anchors import AnchorRow, history_rows
 from carryd.carry.budgets import CarryBudgets
 from carryd.carry.ledger import Ledger, SectionNames
+from carryd.carry.outline import from_line, parse_outline, relevance_terms_of
+from carryd.carry.outline_pack import pack_outline, whole_outline
 from carryd.carry.plan import (
     PlanParts,
     demoted,
@@ -24,7 +26,7 @@ from carryd.carry.plan import (
     plan_units,
     split_plan,
 )
-from carryd.carry.planner import SEPARATOR, PromptSegment
+from carryd.carry.planner import PromptSegment
 from carryd.carry.select import (
     MemoryContextCandidate,
     MemoryContextPlan,
@@ -34,22 +36,15 @@ from carryd.carry.select import (
     candidates_from_recall,
     select_memory_context,
 )
-from carryd.carry.truncate import (
-    EntrySpan,
-    floor_chars,
-    line_span,
-    render_section,
-    truncate_ledger,
-)
+from carryd.carry.standing import standing_rules
+from carryd.carry.truncate import EntrySpan, line_span
 from carryd.index.entries import Entry, parse_entries
 from carryd.index.recall import RecallHit
 from carryd.index.redact import redact
 
 HISTORY_HEADING = "# Plan history"
 ANCHORS_HEADING = "# Plan history, not shown above (`carryd expand <id>` prints an entry)"
-STANDING_HEADING = "# Your standing rules (root-level memory: they hold in every workspace)"
 MEMORY_HEADING = "# Recalled memory (notes for the goal and the next steps)"
-UNSHOWN_DEFAULTS = "Root-level defaults over the memory budget, not shown (`carryd expand <id>`):"
 
 
 @dataclass(frozen=True)
@@ -110,29 +105,28 @@ def ledger_parts(inputs: CarryInputs, ledger: Ledger | None) -> LedgerParts | No
 def ledger_segment(
     inputs: CarryInputs, parts: LedgerParts | None, budgets: CarryBudgets
 ) -> PromptSegment:
-    """Given the ledger's parts, return its shrinkable segment ("" when it says nothing)."""
+    """Given the ledger's parts, return its shrinkable segment ("" when it says nothing).
+
+    The ledger is read as an outline whatever its headings (`carryd.carry.outline`) and cut
+    by `carryd.carry.outline_pack`: whole items, leads or pointers, never mid-sentence."""
     empty = PromptSegment("ledger", "", False, priority=2, budget_priority=3)
-    if parts is None:
+    if parts is None or inputs.ledger_text is None:
         return empty
-    if not any(section.items for section in parts.redacted.sections):
+    outline = parse_outline(redact(inputs.ledger_text), inputs.ledger_path)
+    if parts.redacted.duplicate_titles and parts.redacted.title_line:
+        outline = from_line(outline, parts.redacted.title_line)  # the last title: current
+    if not outline.items:
         return empty  # headings alone say nothing: no empty segment
     heading = redact(f"# Handoff ledger (`{inputs.ledger_path}`)")
-    # A section with no items says nothing; its heading alone is not carried.
-    redacted = dataclasses.replace(
-        parts.redacted,
-        sections=tuple(section for section in parts.redacted.sections if section.items),
-    )
-    entries = parts.entries
-    whole = "\n\n".join(
-        render_section(section, section.items, None) for section in redacted.sections
-    )
+    whole = whole_outline(outline)
+    terms = relevance_terms(inputs)
 
     def fit(room: int, _: Mapping[str, str]) -> str:
+        budget = room - len(heading) - 1
+        if len(whole) <= budget:
+            return f"{heading}\n{whole}"
         body = _fit(
-            lambda budget: (
-                truncate_ledger(redacted, budget, path=inputs.ledger_path, entries=entries).text
-            ),
-            room - len(heading) - 1,
+            lambda b: pack_outline(outline, b, path=inputs.ledger_path, relevance=terms), budget
         )
         return f"{heading}\n{body}" if body.strip() else ""
 
@@ -143,24 +137,13 @@ def ledger_segment(
         priority=2,
         budget_priority=3,
         fit=fit,
-        max_chars=budgets.ledger_chars + len(heading) + 1,
+        max_chars=None,
     )
 
 
-def ledger_floor(
-    inputs: CarryInputs, parts: LedgerParts | None, *, tried_whole: bool = False
-) -> int:
-    """Given the ledger's parts, return what the ledger segment needs for its dead-end floor
-    (`truncate.floor_chars`, its pointers naming their ids) — and, with `tried_whole`, room
-    for its tried section in full — heading and separator included; 0 without a ledger."""
-    if parts is None:
-        return 0
-    heading = redact(f"# Handoff ledger (`{inputs.ledger_path}`)")
-    floor = floor_chars(parts.redacted, path=inputs.ledger_path, entries=parts.entries)
-    tried = parts.redacted.section("tried")
-    if tried_whole and tried is not None:
-        floor += len(render_section(tried, tried.items, None))
-    return len(heading) + 1 + floor + len(SEPARATOR)
+def relevance_terms(inputs: CarryInputs) -> frozenset[str]:
+    """Given the inputs, return the words of the plan's goal that make an item relevant."""
+    return relevance_terms_of(inputs.plan_text or "")
 
 
 def _entry_spans(path: str, text: str, first_line: int) -> tuple[EntrySpan, ...]:
@@ -187,7 +170,10 @@ def _redacted_ledger(ledger: Ledger) -> Ledger:
     return dataclasses.replace(ledger, sections=sections)
 
 
-def plan_segment(inputs: CarryInputs, budgets: CarryBudgets) -> PromptSegment:
+PLAN_SHARE = 0.12  # of the carry's total: the ledger holds most of what a hand-off needs
+
+
+def plan_segment(inputs: CarryInputs, budgets: CarryBudgets, *, total: int = 0) -> PromptSegment:
     """Given the inputs, return the plan's current state as a shrinkable segment. It gets
     space before the ledger: "where things stand" in a few lines is worth more than the
     ledger's oldest items, which yield first."""
@@ -215,8 +201,14 @@ def plan_segment(inputs: CarryInputs, budgets: CarryBudgets) -> PromptSegment:
         priority=3,
         budget_priority=1,
         fit=fit,
-        max_chars=budgets.plan_chars + len(heading) + 1,
+        max_chars=_plan_cap(budgets, total) + len(heading) + 1,
     )
+
+
+def _plan_cap(budgets: CarryBudgets, total: int) -> int:
+    """Given the budgets and the carry's total, return the plan's cap: `plan_chars`, or its
+    share of a smaller total."""
+    return min(budgets.plan_chars, int(PLAN_SHARE * total)) if total else budgets.plan_chars
 
 
 def plan_history_text(inputs: CarryInputs) -> str:
@@ -347,12 +339,14 @@ def memory_selection(
             hit.workspace, hit.path, active_ledger=inputs.ledger_path
         ),
     )
+    terms = relevance_terms(inputs)
+    rules = standing_rules(inputs.root_defaults, confidence, terms)
     standing = tuple(
         MemoryContextCandidate(
             memory_id=entry.id,
             text=redact(entry.text.strip()),
             user_scope=None,
-            score=confidence.get(entry.id, 0.0),
+            score=score,
             source_rank=len(kept) + position,
             provenance=Provenance(
                 source_id=entry.id,
@@ -364,55 +358,12 @@ def memory_selection(
             authority="user_default",
             standing=True,
         )
-        for position, entry in enumerate(inputs.root_defaults, start=1)
-        if entry.text.strip()
+        for position, (entry, score) in enumerate(rules, start=1)
     )
     plan = select_memory_context(
         (*standing, *candidates), user_scope=inputs.workspace, policy=policy
     )
     return plan, tuple(excluded)
-
-
-def standing_segment(
-    inputs: CarryInputs, memory: MemoryContextPlan, *, reserve: int = 0, yields: bool = False
-) -> PromptSegment:
-    """Given the memory selection, return the standing-defaults segment: the root-level
-    defaults it selected and the line naming those left out, under one heading ("" when
-    both are empty). It gets space before the ledger — a user's standing rule holds in every
-    workspace, so the ledger's stale and oldest lines yield to it — but leaves the ledger
-    `reserve` chars (its dead-end floor): under a tight budget (the SessionStart variant) the
-    last defaults, in packing order, give way and are named instead of a dead end being cut
-    — unless the floor cannot fit even then, when the rules keep their place (or, with
-    `yields`, are all named: a cut of the full carry that is on disk beside it)."""
-    blocks = memory.standing_blocks
-    whole = _standing_text(inputs, memory, len(blocks))
-
-    def fit(room: int, _: Mapping[str, str]) -> str:
-        cap = room - reserve
-        named = len(_standing_text(inputs, memory, 0))
-        if cap < named:
-            # Even naming the rules would eat into the reserve: with `yields` (a cut of the
-            # full carry) they are only named; else the floor is out of reach and they stand.
-            cap = min(room, named) if yields else room
-        for count in range(len(blocks), -1, -1):
-            text = _standing_text(inputs, memory, count)
-            if len(text) <= cap:
-                return text
-        return ""
-
-    return PromptSegment(
-        "standing", whole, False, priority=4, budget_priority=2, fit=fit if whole else None
-    )
-
-
-def _standing_text(inputs: CarryInputs, memory: MemoryContextPlan, count: int) -> str:
-    """Given the selection and how many of its standing blocks to show, return the segment:
-    those blocks and the line naming every default not shown ("" when there is nothing)."""
-    shown = memory.standing_blocks[:count]
-    left = tuple(memory_id for memory_id, _ in memory.standing_blocks[count:])
-    unshown = unshown_defaults(inputs, memory, also=left)
-    body = "\n".join(part for part in ("\n\n".join(b for _, b in shown), unshown) if part)
-    return f"{STANDING_HEADING}\n{body}" if body else ""
 
 
 def memory_segment(inputs: CarryInputs, memory: MemoryContextPlan) -> PromptSegment:
@@ -425,30 +376,3 @@ def memory_segment(inputs: CarryInputs, memory: MemoryContextPlan) -> PromptSegm
 def rows_shown(text: str, rows: Sequence[AnchorRow]) -> int:
     """Given the carry's text and the history rows, return how many rows it shows."""
     return sum(1 for row in rows if history_line(row) in text)
-
-
-def unshown_defaults(
-    inputs: CarryInputs, plan: MemoryContextPlan, *, also: Sequence[str] = ()
-) -> str:
-    """Given the memory selection (and ids of selected defaults the carry's budget left out),
-    return the line naming root-level defaults not shown ("" when every one is shown): a
-    standing rule is never silently absent."""
-    defaults = {entry.id: entry for entry in inputs.root_defaults}
-    over = ("char_budget_exceeded", "token_budget_exceeded")
-    missing_ids = [
-        decision.memory_id
-        for decision in plan.decisions
-        if decision.memory_id in defaults and (decision.reason in over)
-    ]
-    missing_ids += [memory_id for memory_id in also if memory_id in defaults]
-    missing = sorted(
-        {memory_id: defaults[memory_id] for memory_id in missing_ids}.values(),
-        key=lambda entry: (entry.path, entry.line_start),
-    )
-    if not missing:
-        return ""
-    named = ", ".join(
-        f"{entry.id} ({entry.path}:{entry.line_start}-{entry.line_end})" for entry in missing
-    )
-    line: str = redact(f"{UNSHOWN_DEFAULTS} {named}")
-    return line

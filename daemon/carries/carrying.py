@@ -72,6 +72,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+ROOT_RULES_FILE = "MEMORY.md"  # the root-level rules the flat fallback carries
+
 # Seconds `write_carry` (a hook's rewrite) waits for another writer before giving up.
 WRITE_CARRY_LOCK_TIMEOUT = 2.0
 
@@ -343,6 +345,9 @@ def _flat(
     follow = settings.index.follow_links_outside_root
     ledger_text = read_source_lenient(root, paths["ledger"], sources, follow=follow)
     plan_text = read_source_lenient(root, paths["plan"], sources, follow=follow)
+    # The fallback still carries the user's standing rules and cuts at item boundaries,
+    # newest kept (issue 20): a failure of the planner is no reason to lose them.
+    rules_text = read_source_lenient(root, ROOT_RULES_FILE, sources, follow=follow)
     flat_inputs = FlatInputs(
         workspace=workspace,
         discipline=settings.carry.discipline,
@@ -351,6 +356,9 @@ def _flat(
         plan_path=paths["plan"],
         ledger_path=paths["ledger"],
         root=str(root.absolute()),
+        whole_items=True,
+        rules_text=rules_text,
+        rules_path=ROOT_RULES_FILE,
     )
     decisions: tuple[SegmentDecision, ...] = ()
     try:

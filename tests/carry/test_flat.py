@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from carryd.carry.flat import (
     FLAT_NOTE,
@@ -112,3 +114,41 @@ def test_flat_is_bounded_and_deterministic(plan, ledger, total) -> None:  # type
     assert len(first.text) <= total
     assert first.text.startswith(DEFAULT_DISCIPLINE)
     assert build_flat_carry(inputs(plan, ledger), total_chars=total) == first
+
+
+def _session_log(sessions: int) -> str:
+    return "# Ledger\n\nAppend a dated section per session.\n\n" + "\n".join(
+        f"## 2026-11-{n:02d} (session {n})\n- Tried variant {n}. It failed because the lock "
+        f"was released early in run {n}.\n- [ ] Next: re-run load test {n} with 3 replicas.\n"
+        for n in range(1, sessions + 1)
+    )
+
+
+def test_the_fallback_cuts_at_item_boundaries_keeps_the_newest_and_the_rules() -> None:
+    """Issue 20 item 1: the fallback of a planned carry keeps whole items, its newest
+    session, the user's standing rules, and names what it leaves out."""
+    ledger = _session_log(60)
+    rules = "# MEMORY\n\n- Never pass -auto-approve.\n- 返事は日本語で。\n"
+    fallback = FlatInputs(
+        workspace="ws",
+        discipline=DEFAULT_DISCIPLINE,
+        plan_text="# Plan\n\n## Goal\nship it\n",
+        ledger_text=ledger,
+        plan_path="ws/PLAN.md",
+        ledger_path="ws/handoff/LEDGER.md",
+        whole_items=True,
+        rules_text=rules,
+    )
+    text = build_flat_carry(fallback, total_chars=6_000).text
+    assert len(text) <= 6_000
+    assert "- Never pass -auto-approve.\n- 返事は日本語で。" in text
+    assert "- [ ] Next: re-run load test 60 with 3 replicas." in text  # the newest session
+    assert "Append a dated section per session." in text  # the opening
+    assert "… not shown: ws/handoff/LEDGER.md:" in text  # what is left out is named
+    source = set(ledger.split("\n"))
+    body = text.split("# Handoff ledger")[1].split("\n# ")[0].split("\n")[1:]
+    for line in body:  # every line is a whole line of the ledger, or the pointer
+        assert line in source or line.startswith("… not shown: "), line
+    # The plain truncation (the bench's baseline) is unchanged: the newest session is cut off.
+    plain = build_flat_carry(dataclasses.replace(fallback, whole_items=False), total_chars=6_000)
+    assert "re-run load test 60" not in plain.text and "auto-approve" not in plain.text

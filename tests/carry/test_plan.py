@@ -182,3 +182,44 @@ def test_archive_plan_is_lossless_for_any_text(text: str) -> None:
     moved = archive_plan(text, header="## Archived")
     assert missing_lines(text, [moved.new_plan, moved.appended]) == []
     assert archive_plan(moved.new_plan, header="## Archived").moved_blocks == ()
+
+
+DATED_PLAN = """\
+# Plan
+
+## Goal
+Move every route to edge-b.
+
+## 経緯
+- 2026-11-01: started the inventory.
+- 2026-11-03: tried one NLB with two target groups, failed.
+- 2026-11-05: second NLB works.
+
+## Log
+### 2026-11-06
+- weights 10%
+### 2026-11-07
+- weights 25%
+### 2026-11-08
+- weights 50%
+
+## Open questions
+- Who signs the CR?
+"""
+
+
+def test_a_section_of_dated_entries_is_history_whatever_its_heading() -> None:
+    """Issue 20 item 1: `## 経緯` of dated items and `## Log` of dated headings are the plan's
+    history; the section after them is current again."""
+    parts = split_plan(DATED_PLAN)
+    assert parts.history_blocks == ((6, 17),)
+    assert "Who signs the CR?" in parts.current and "weights 25%" not in parts.current
+    moved = archive_plan(DATED_PLAN, header="## Archived from PLAN.md on 2026-12-02")
+    assert "2026-11-03: tried one NLB" in moved.appended and "### 2026-11-07" in moved.appended
+    assert "## Open questions" in moved.new_plan and "経緯" not in moved.new_plan
+    assert not missing_lines(DATED_PLAN, [moved.new_plan, moved.appended])
+
+
+def test_a_section_with_a_few_dates_is_not_history() -> None:
+    plan = "# Plan\n\n## Risks\n- 2026-12-14 freeze starts\n- cost of two NLBs\n- DNS TTL 60\n"
+    assert split_plan(plan).history_blocks == ()

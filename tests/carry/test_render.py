@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import pytest
 from carryd.carry.flat import FlatInputs, build_flat_carry
@@ -237,10 +236,9 @@ def test_a_tight_total_cuts_the_ledger_by_weight_and_keeps_required() -> None:
     assert len(tight.text) < len(full.text)
     assert decisions(tight)["plan"][1] in ("over_budget", "fits", "shrunk")
     assert decisions(tight)["ledger"] == ("selected", "shrunk")
-    assert "more → webshop/handoff/LEDGER.md:" in tight.text  # a cut leaves a pointer
-    # The newest open steps survive a cut; the pointer names the id that holds the rest.
-    assert "ERR_REFUND_CURRENCY_MISMATCH" in tight.text
-    assert "· `carryd expand mem_" in tight.text
+    # A cut leaves a pointer naming the lines it left out; the newest open steps survive.
+    assert "not shown: webshop/handoff/LEDGER.md:" in tight.text
+    assert "Using the order total for partial refunds: wrong when a coupon" in tight.text
 
 
 def test_required_segments_that_do_not_fit_raise() -> None:
@@ -280,27 +278,22 @@ def test_duplicate_ledger_titles_use_the_last_ledger() -> None:
 @pytest.mark.parametrize(
     "ledger_text",
     [
-        "Some notes\n" + "".join(f"line {number}\n" for number in range(3_000)),
+        "Some notes\n" + "".join(f"- line {n}: checked host-{n}.\n" for n in range(900)),
         "## Goal\nship it\n\n## Random thoughts\n- a\n",  # one known section of four
         "# Handoff\n## Ideas\n- x\n## Questions\n- y\n",
+        "# Übergabe\n## Stand\n- 14/17 Tests grün\n## Sackgassen\n- Cache leeren: verworfen\n",
     ],
 )
-def test_fewer_than_two_known_sections_is_the_flat_carry(ledger_text: str) -> None:
+def test_a_ledger_with_unknown_headings_is_planned_not_flat(ledger_text: str) -> None:
+    """Issue 20 item 1: the built-in section names are weights, not a gate."""
     plan = build_carry(inputs(ledger_text=ledger_text), CarryBudgets(total_chars=6_000))
-    flat = build_flat_carry(
-        FlatInputs(
-            "webshop",
-            DEFAULT_DISCIPLINE,
-            PLAN,
-            ledger_text,
-            "webshop/PLAN.md",
-            "webshop/handoff/LEDGER.md",
-        ),
-        total_chars=6_000,
-    )
-    assert plan.fallback == "too_few_sections"
-    assert plan.text == flat.text and len(plan.text) <= 6_000
-    assert any("carried flat" in warning for warning in plan.warnings)
+    assert plan.fallback is None
+    assert len(plan.text) <= 6_000
+    assert "# Handoff ledger (`webshop/handoff/LEDGER.md`)" in plan.text
+    last = [line for line in ledger_text.strip().split("\n") if line.strip()][-1]
+    assert last in plan.text  # the newest item is kept whole
+    if len(ledger_text) > 6_000:
+        assert "not shown: webshop/handoff/LEDGER.md:" in plan.text
 
 
 def test_two_known_sections_are_planned_and_unknown_ones_are_named() -> None:
@@ -382,17 +375,18 @@ def test_a_ledger_that_does_not_fit_names_the_ids_that_hold_what_it_cut() -> Non
     big = refund_attempts(80)
     ledger_text = with_tried(big)
     plan = build_carry(inputs(ledger_text=ledger_text))
-    ledger = plan.text.split("# Handoff ledger")[1].split("\n# Plan")[0]
+    ledger = plan.text.split("# Handoff ledger (`")[1].split("\n# Plan")[0]
     assert decisions(plan)["ledger"] == ("selected", "shrunk")
-    assert len(ledger) <= 8_000 + 60
-    assert re.search(r"(· |Summarised items in full: )`carryd expand mem_", ledger)
+    assert len(plan.text) <= plan.budget_chars
     assert "attempt 79: tried variant 79" in ledger  # the newest first
-    assert re.search(r"\+\d+ more → webshop/handoff/LEDGER\.md:11-", ledger)  # the oldest: pointer
+    # every attempt keeps its line (with its reason) or is named by a pointer to its lines
+    for n in range(80):
+        assert f"attempt {n}:" in ledger or "not shown: webshop/handoff/LEDGER.md:" in ledger
     assert plan.text.endswith(
         "- The full ledger is `webshop/handoff/LEDGER.md` and the full plan is `webshop/PLAN.md` "
         "(paths relative to the memory root).\n"
     )
-    assert "`carryd expand <id>` prints the full text of an anchor" in plan.text
+    assert "carryd expand" not in plan.text  # it names no id: no offer to expand one
 
 
 def test_recall_queries_are_short_goal_status_and_each_open_step() -> None:
@@ -421,15 +415,15 @@ def test_root_level_defaults_reach_the_carry_whole_and_over_budget_ones_are_name
     policy = MemorySelectionPolicy(min_score=0.5, top_k=5, max_chars=1_000, max_tokens=800)
     budgets = dataclasses.replace(CarryBudgets(), memory=policy)
     plan = build_carry(inputs(root_defaults=defaults, recall_hits=hits), budgets)
-    reasons = {d.memory_id: (d.reason, d.score) for d in plan.memory_decisions}
-    assert reasons == {rules: ("selected", 0.3), prod: ("char_budget_exceeded", 0.0)}
+    reasons = {d.memory_id: d.reason for d in plan.memory_decisions}
+    assert reasons == {rules: "selected", prod: "char_budget_exceeded"}
     # A standing default is the user's own Markdown under its file's name: no wrapper, no id.
     assert (
         f"{STANDING_HEADING}\n## standing rules (`MEMORY.md:1-4`)\n- Talk to me in Chinese.\n"
         "- Always `uv run`, never global pip.\n"
     ) in plan.text
     assert "<memory_hit" not in plan.text
-    assert f"{UNSHOWN_DEFAULTS} {prod} (notes/prod.md:1-31)" in plan.text
+    assert f"{UNSHOWN_DEFAULTS} prod (notes/prod.md:1-31)" in plan.text  # title and lines
     assert build_carry(inputs(root_defaults=defaults, recall_hits=hits), budgets) == plan
 
 
@@ -514,7 +508,8 @@ def test_standing_rules_give_way_to_the_ledgers_dead_ends_under_a_tight_budget()
     assert shown == list(range(len(shown))) and 0 < len(shown) < 6
     assert UNSHOWN_DEFAULTS in plan.text
     for entry in tight.root_defaults[len(shown) :]:
-        assert f"{entry.id} ({entry.path}:{entry.line_start}-{entry.line_end})" in plan.text
+        title = entry.heading_path[-1]
+        assert f"{title} ({entry.path}:{entry.line_start}-{entry.line_end})" in plan.text
     assert decisions(plan)["standing"] == ("selected", "shrunk")
 
 
@@ -529,7 +524,7 @@ def test_what_a_carry_holds_does_not_depend_on_the_roots_path_length() -> None:
     assert longer.text == short.text.replace(short_root, long_root)
 
 
-def test_a_cut_of_the_full_carry_keeps_failed_attempts_whole_before_standing_rules() -> None:
+def test_a_smaller_carry_keeps_every_failed_attempt_and_names_the_rules_it_leaves_out() -> None:
     attempts = "".join(
         f"- ❌ attempt {n}: tried queue variant {n} — failed: the webhook retried while the "
         f"queue held {n} jobs. We then read the worker logs for an hour and found nothing "
@@ -540,19 +535,17 @@ def test_a_cut_of_the_full_carry_keeps_failed_attempts_whole_before_standing_rul
         inputs(ledger_text=with_tried(attempts)),
         root_defaults=_defaults(6, lines=6),
     )
-    full = build_carry(base, CarryBudgets(total_chars=4_200))
-    cut = build_carry(base, CarryBudgets(total_chars=4_200, dead_ends_before_rules=True))
-    tail = "found nothing else worth noting, and the refund ran twice"
+    full = build_carry(base, CarryBudgets(total_chars=12_000, free_chars=12_000))
+    cut = build_carry(base, CarryBudgets(total_chars=4_200))
     rules = [f"Rule {n}: never deploy" for n in range(6)]
-    # The full carry keeps rules first and its attempts as one-line dead ends; its cut (the
-    # SessionStart variant) keeps attempts whole first and names the rules it leaves out.
-    assert full.text.count(tail) == 0 < cut.text.count(tail)
     assert sum(rule in cut.text for rule in rules) < sum(rule in full.text for rule in rules)
     for n in range(12):  # a dead end is never lost, whole or as its line
         assert f"attempt {n}: tried queue variant {n}" in full.text
         assert f"attempt {n}: tried queue variant {n}" in cut.text
-    for entry in base.root_defaults:
-        assert entry.text.split("\n- ")[1][:20] in cut.text or entry.id in cut.text
+    for entry in base.root_defaults:  # a rule not shown is named by its title and lines
+        assert entry.text.split("\n- ")[1][:20] in cut.text or (
+            f"{entry.heading_path[-1]} ({entry.path}:" in cut.text
+        )
 
 
 def test_a_short_hand_off_is_not_cut_below_what_a_host_injects_anyway() -> None:

@@ -151,3 +151,22 @@ def test_cli_exit_1_when_a_plan_fails(tmp_path: Path) -> None:
     root = make_root(tmp_path)
     (root / "proj" / "PLAN.md").write_bytes(b"\xff")
     assert main(["plan", "archive", "--root", str(root)]) == 1
+
+
+def test_archive_moves_a_log_of_dated_entries_whatever_its_heading(tmp_path: Path) -> None:
+    """Issue 20 item 1: a `## Log` of dated entries is the plan's history, and archived."""
+    root = tmp_path / "root"
+    (root / "edge").mkdir(parents=True)
+    plan = (
+        "# Plan\n\n## Goal\n- all routes on edge-b\n\n## Log\n"
+        "- 2026-11-01: inventory done\n- 2026-11-03: one NLB failed, two NLBs\n"
+        "- 2026-11-05: weights 10%\n\n## Open questions\n- who signs the CR?\n"
+    )
+    (root / "edge" / "PLAN.md").write_text(plan, encoding="utf-8")
+    [result] = archive_plans(Settings(root=str(root)), today=DAY)
+    assert result.reason == "moved" and result.moved_blocks == ((6, 9),)
+    left = (root / "edge" / "PLAN.md").read_text(encoding="utf-8")
+    archive = (root / "edge" / "handoff" / "archive" / "PLAN-history.md").read_text("utf-8")
+    assert "## Log" not in left and "who signs the CR?" in left and "all routes on edge-b" in left
+    assert "2026-11-03: one NLB failed, two NLBs" in archive
+    assert nonblank(plan) == nonblank(left) + nonblank(archive) - nonblank(archive.split("\n")[0])

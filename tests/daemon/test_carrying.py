@@ -271,6 +271,10 @@ def test_fallback_when_the_ledger_is_not_utf8(memory_root: Settings) -> None:
     text = assert_fallback(memory_root, "webshop", "UnicodeDecodeError")
     assert "Queueing refunds" in text  # the flat carry still holds the ledger, decoded leniently
     assert "Checkout service moved" in text
+    # … and the user's standing rules (issue 20: a failed planner is no reason to lose them)
+    assert "# Your standing rules (`MEMORY.md`)" in text
+    assert "Write commit messages that say why, not what." in text
+    assert "MEMORY.md" in {s["path"] for s in manifest(memory_root, "webshop")["sources"]}
 
 
 def test_fallback_when_the_ledger_is_a_directory(memory_root: Settings) -> None:
@@ -418,16 +422,16 @@ def test_slots_from_the_warm_index_give_the_same_carry_as_slots_read_from_the_fi
     )
 
 
-def test_the_manifest_names_unrecognised_sections_and_the_flat_switch(
+def test_the_manifest_names_unrecognised_sections_and_they_are_still_planned(
     memory_root: Settings,
 ) -> None:
     ledger = memory_root.root_path / "webshop" / "handoff" / "LEDGER.md"
     ledger.write_text("## Goal\nship it\n\n## Random thoughts\n- maybe Kafka\n", encoding="utf-8")
     result = write_carry(memory_root, "webshop")
     manifest = json.loads((memory_root.carry_dir / "webshop.json").read_text(encoding="utf-8"))
-    assert result.fallback and manifest["fallback"] is True
-    assert manifest["reason"].startswith("too_few_sections")
+    assert not result.fallback and manifest["fallback"] is False  # names are weights, no gate
     assert manifest["unrecognised_sections"] == ["Random thoughts"]
+    assert "## Random thoughts\n- maybe Kafka" in result.path.read_text(encoding="utf-8")
     ledger.write_text(
         "## 目标\nship it\n\n## 决策\n- Kafka\n\n## 踩坑\n- ❌ Redis — lost acks\n",
         encoding="utf-8",
@@ -480,7 +484,7 @@ def test_short_queries_find_a_workspace_note_and_the_gate_keeps_noise_out(
     tmp_path: Path, use_model: Path
 ) -> None:
     """Issue 10 item 5 end to end (real index, real model): a note that answers one open next
-    step is recalled into the carry by that step's short query; a root-level default that no
+    step is recalled into the carry by that step's short query; a root-level rule that no
     query is about is carried anyway, at `user_default`; notes about nothing the ledger says
     stay out at the default gate (`carry.memory_min_confidence`)."""
     files = {
@@ -512,7 +516,9 @@ def test_short_queries_find_a_workspace_note_and_the_gate_keeps_noise_out(
     assert 'source="shop/notes/fx.md:1-3">\nCurrency conversion — ERR_REFUND_CURRENCY' in text
     # Root-level defaults stand under their files' names, as the user wrote them.
     assert "## Defaults (`MEMORY.md:1-3`)\n- Answer in short bullet points." in text
-    assert "16 GB of RAM" in text  # notes/ is root level too: carried every time
+    # A root note that states no rule is knowledge: named by its file, not shown (issue 20).
+    assert "16 GB of RAM" not in text
+    assert "not shown (`carryd recall` finds them): notes/{laptop}.md" in text
     # A file's title with nothing under it is no default: only its section stands.
     assert "### Shell (`notes/habits.md:3-4`)\n- Always use uv run" in text
     assert "notes/habits.md:1`" not in text

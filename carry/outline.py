@@ -1,0 +1,269 @@
+"""Given any Markdown file (a ledger, a plan), return it as an outline: headings and items.
+
+Never through a closed vocabulary: every heading is a node whatever its words or language, and
+every top-level block under it (a list item with its sub-items, a paragraph, a fence, a table)
+is an item. The known ledger section names (`carryd.carry.sections`) only add weight. Dated or
+numbered sibling headings (`## 2026-11-24 …`, `## Session 14`, `## Día 3`, `## 세션 12`) make a
+log: each entry is a run of items, and recency comes from the entries' dates or numbers (newest
+first whichever way the file is written). Outside a log, a long list is read as appended to
+(newest last). Item state comes from the item's own marks (`carryd.carry.marks`). Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from carryd.carry.ledger import markdown_blocks, section_kind_of, source_lines
+from carryd.carry.marks import ItemState, item_state, names_attempts
+from carryd.carry.sections import SECTION_TABLE
+
+# Known section kinds weigh more (seed P6's shares, as multipliers); unknown ones weigh 1.
+KIND_WEIGHT = {spec.kind: 1.0 + 2 * spec.weight for spec in SECTION_TABLE}
+LOG_MIN_ENTRIES = 3  # sibling headings that are dated or numbered: a log
+LONG_LIST = 8  # outside a log, a section with this many items is read as appended to
+
+_DATE = re.compile(
+    r"(?P<y>(?:19|20)\d\d)[-/.年](?P<m>\d{1,2})[-/.月](?P<d>\d{1,2})"
+    r"|(?<!\d)(?P<m2>\d{1,2})月(?P<d2>\d{1,2})日"
+    r"|(?<![\d.])(?P<m3>\d{1,2})[-/](?P<d3>\d{1,2})(?![\d/-])"
+)
+_NUMBERED = re.compile(
+    r"(?i:session|sesi[oó]n|sitzung|s[ée]ance|sess[ãa]o|day|d[ií]a|tag|jour|week|semana|woche"
+    r"|semaine|sprint|run|iteration|round|entry|part|phase|stage|step)\s*#?\s*(\d{1,4})"
+    r"|(?:세션|セッション|회차|第|Day)\s*(\d{1,4})|(\d{1,4})\s*(?:日目|일차|天|회|次)"
+)
+# A heading that is a ledger title (level 1 at the top): not a section of its own.
+
+
+@dataclass(frozen=True)
+class Heading:
+    text: str  # the heading's source line
+    title: str  # its words, without "#"
+    level: int
+    line: int
+    parent: int | None  # index of the enclosing heading
+    key: tuple[int, ...] | None  # date (y, m, d) or number of a dated/numbered heading
+
+
+@dataclass(frozen=True)
+class Item:
+    text: str  # the item's source lines, exactly
+    line_start: int
+    line_end: int
+    heading: int | None  # index of the deepest heading above it
+    state: ItemState
+    recency: float  # 0 oldest … 1 newest (1 for a short section that is kept current)
+    weight: float  # from the known section names above it (1: none)
+    in_log: bool  # under an entry of a dated/numbered log
+    block: str  # "list", "paragraph", "fence", "other"
+    position: int  # document order
+
+
+@dataclass(frozen=True)
+class Outline:
+    path: str
+    headings: tuple[Heading, ...]
+    items: tuple[Item, ...]
+    lines: int
+    log_entries: tuple[int, ...]  # heading indices that are log entries
+
+
+def heading_key(title: str, year: int = 0) -> tuple[int, ...] | None:
+    """Given a heading's words, return its date (y, m, d) or its number, or None."""
+    date = _DATE.search(title)
+    if date is not None:
+        if date.group("y"):
+            key = (int(date.group("y")), int(date.group("m")), int(date.group("d")))
+        elif date.group("m2"):
+            key = (year, int(date.group("m2")), int(date.group("d2")))
+        else:
+            key = (year, int(date.group("m3")), int(date.group("d3")))
+        if 1 <= key[1] <= 12 and 1 <= key[2] <= 31:
+            return key
+    numbered = _NUMBERED.search(title)
+    if numbered is not None:
+        number = next(group for group in numbered.groups() if group)
+        return (0, 0, 0, int(number))
+    return None
+
+
+def parse_outline(text: str, path: str = "") -> Outline:
+    """Given a Markdown text, return its outline: headings, items, log entries, recency."""
+    lines = source_lines(text)
+    blocks = markdown_blocks(text)
+    year = _first_year(text)
+    headings: list[Heading] = []
+    stack: list[int] = []
+    raw: list[tuple[int, int, int | None, str]] = []
+    for block in blocks:
+        if block.kind == "heading":
+            while stack and headings[stack[-1]].level >= block.heading_level:
+                stack.pop()
+            parent = stack[-1] if stack else None
+            title = block.heading_text.strip()
+            headings.append(
+                Heading(
+                    lines[block.line_start - 1].rstrip(),
+                    title,
+                    block.heading_level,
+                    block.line_start,
+                    parent,
+                    heading_key(title, year),
+                )
+            )
+            stack.append(len(headings) - 1)
+            continue
+        if block.kind in ("comment", "rule"):
+            continue
+        raw.append((block.line_start, block.line_end, stack[-1] if stack else None, block.kind))
+    entries = _log_entries(headings)
+    entry_rank = _entry_recency(headings, entries)
+    items: list[Item] = []
+    by_heading: dict[int | None, list[int]] = {}
+    for start, _end, heading, _ in raw:
+        by_heading.setdefault(heading, []).append(start)
+    for position, (start, end, heading, kind) in enumerate(raw):
+        body = "\n".join(lines[start - 1 : end]).rstrip()
+        entry = _enclosing(headings, heading, entries)
+        if entry is not None:
+            recency, in_log = entry_rank[entry], True
+        else:
+            siblings = by_heading[heading]
+            index = siblings.index(start)
+            recency = 1.0 if len(siblings) < LONG_LIST else 0.3 + 0.7 * index / (len(siblings) - 1)
+            in_log = False
+        state = item_state(body)
+        if state == "plain" and _under_attempts(headings, heading):
+            state = "failed"  # an item of a tried / dead-ends section is an attempt
+        items.append(
+            Item(
+                body,
+                start,
+                end,
+                heading,
+                state,
+                recency,
+                _weight(headings, heading),
+                in_log,
+                "list" if kind == "list" else kind,
+                position,
+            )
+        )
+    return Outline(path, tuple(headings), tuple(items), len(lines), tuple(sorted(entries)))
+
+
+def from_line(outline: Outline, line: int) -> Outline:
+    """Given an outline and a line, return it without the headings and items before that line
+    (an older copy of the ledger above its current title)."""
+    if line <= 1:
+        return outline
+    keep = [index for index, heading in enumerate(outline.headings) if heading.line >= line]
+    renumber = {old: new for new, old in enumerate(keep)}
+    headings = tuple(
+        Heading(h.text, h.title, h.level, h.line, renumber.get(h.parent) if h.parent is not None
+                else None, h.key)
+        for h in (outline.headings[index] for index in keep)
+    )
+    items = tuple(
+        Item(
+            item.text, item.line_start, item.line_end,
+            renumber.get(item.heading) if item.heading is not None else None,
+            item.state, item.recency, item.weight, item.in_log, item.block, item.position,
+        )
+        for item in outline.items
+        if item.line_start >= line
+    )
+    entries = tuple(renumber[index] for index in outline.log_entries if index in renumber)
+    return Outline(outline.path, headings, items, outline.lines, entries)
+
+
+def _first_year(text: str) -> int:
+    match = re.search(r"(?:19|20)\d\d(?=[-/.年])", text)
+    return int(match.group(0)) if match else 0
+
+
+def _log_entries(headings: Sequence[Heading]) -> set[int]:
+    """Given the headings, return those that are entries of a log: dated or numbered siblings
+    (same parent, same level), at least `LOG_MIN_ENTRIES` of them."""
+    groups: dict[tuple[int | None, int], list[int]] = {}
+    for index, heading in enumerate(headings):
+        if heading.key is not None:
+            groups.setdefault((heading.parent, heading.level), []).append(index)
+    found: set[int] = set()
+    for members in groups.values():
+        if len(members) >= LOG_MIN_ENTRIES:
+            found.update(members)
+    return found
+
+
+def _entry_recency(headings: Sequence[Heading], entries: set[int]) -> dict[int, float]:
+    """Given the log entries, return each one's recency, 0 oldest … 1 newest, by date or number
+    (document order breaks ties and orders entries without a comparable key)."""
+    ranked: dict[int, float] = {}
+    groups: dict[tuple[int | None, int], list[int]] = {}
+    for index in sorted(entries):
+        groups.setdefault((headings[index].parent, headings[index].level), []).append(index)
+    for members in groups.values():
+        keys = [headings[index].key or () for index in members]
+        dated = [key for key in keys if len(key) == 3]
+        use_keys = len(dated) == len(keys) or not dated
+        order = sorted(
+            range(len(members)),
+            key=lambda i: (keys[i] if use_keys else (), i),
+        )
+        if not use_keys and dated:
+            order = list(range(len(members)))
+        count = max(1, len(members) - 1)
+        for rank, i in enumerate(order):
+            ranked[members[i]] = rank / count
+    return ranked
+
+
+def _enclosing(headings: Sequence[Heading], index: int | None, entries: set[int]) -> int | None:
+    while index is not None:
+        if index in entries:
+            return index
+        index = headings[index].parent
+    return None
+
+
+def _under_attempts(headings: Sequence[Heading], index: int | None) -> bool:
+    """Given an item's heading, return whether a heading above it names attempts or dead ends:
+    the known "tried" section, or a heading with an attempt or failure word in any language
+    ("Attempts log", "Intentos fallidos", "실패한 시도", "踩坑记录")."""
+    while index is not None:
+        title = headings[index].title
+        if section_kind_of(title) == "tried" or names_attempts(title):
+            return True
+        index = headings[index].parent
+    return False
+
+
+def _weight(headings: Sequence[Heading], index: int | None) -> float:
+    while index is not None:
+        kind = section_kind_of(headings[index].title)
+        if kind is not None:
+            return KIND_WEIGHT[kind]
+        index = headings[index].parent
+    return 1.0
+
+
+_TERM = re.compile(r"[A-Za-z][\w.-]{3,}|[\u3400-\u9fff\uac00-\ud7af]{2,}")
+_STOP = frozenset(
+    "this that with from have will when then than into what which their there about after "
+    "before should would could these those also only just make made more most some such very "
+    "goal plan".split()
+)
+
+
+def relevance_terms_of(text: str, limit: int = 40) -> frozenset[str]:
+    """Given a plan, return the distinctive words of its first lines (its goal), casefolded."""
+    head = text[:1500]
+    terms: list[str] = []
+    for match in _TERM.finditer(head):
+        word = match.group(0).casefold().strip(".-")
+        if len(word) >= 4 and word not in _STOP and word not in terms:
+            terms.append(word)
+    return frozenset(terms[:limit])

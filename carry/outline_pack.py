@@ -1,0 +1,261 @@
+"""Given an outline (`carryd.carry.outline`) and a character budget, return its best cut.
+
+The pieces are whole units (`carryd.carry.units`: sentences, lines of a code block or a
+table), never less: an item is shown whole, or as some of its units — always its first one,
+gaps marked ` …`, ending in its lines `(L12-15)` — or not at all, named by a pointer
+(`… not shown: path:lines`) that covers a run of items left out. Units are chosen by value per
+character: the facts a unit holds (numbers, ids, commands, paths, code), its item's recency
+(log entries newest first, appended lists newest last), state (open and failed before plain,
+done and superseded last) and the weight of a known section name above it. Failed attempts
+come first, newest first: each keeps its first unit and the one that holds its reason before
+anything else is spent. Output is in document order under each shown item's headings, and
+`chars <= budget` always. Pure.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from carryd.carry.marks import item_state
+from carryd.carry.outline import Item, Outline
+from carryd.carry.units import (
+    Unit,
+    content_chars,
+    joined,
+    reason_units,
+    salience,
+    shape_of,
+    units_of,
+)
+
+STATE_FACTOR = {"open": 1.4, "failed": 1.3, "plain": 1.0, "done": 0.5, "superseded": 0.25}
+FAILED_WHOLE_SHARE = 0.3  # then newest first whole, while all failed take this share
+FAILED_SHARE = 0.4  # failed attempts' first and reason units, first, up to this share
+REASON_BONUS = 1.5
+FENCE_FACTOR = 0.7  # a code block's lines after its first: often pasted output
+RELEVANT_BONUS = 1.2
+POINTER_CHARS = 12  # " (L123-130)" after an item shown in part
+LINE_FLOOR_CHARS = 400  # a failed attempt's floor keeps whole lines up to this
+
+
+@dataclass
+class _Piece:
+    """One item while it is packed: its units, their values, which are chosen."""
+
+    item: Item
+    units: list[Unit]
+    values: list[float]
+    floor: list[int]  # for a failed attempt: its first unit and its reason's
+    chosen: set[int] = field(default_factory=set)
+
+
+def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
+    pieces = []
+    for item in outline.items:
+        factor = item.weight * (0.3 + 0.7 * item.recency) * STATE_FACTOR[item.state]
+        if relevance and any(term in item.text.casefold() for term in relevance):
+            factor *= RELEVANT_BONUS
+        units = units_of(item.text) or [Unit(0, item.text)]
+        values = [factor * (1.0 + salience(u.text) + content_chars(u.text) / 120) for u in units]
+        if shape_of(item.text) == "fence":
+            values[2:] = [value * FENCE_FACTOR for value in values[2:]]  # output, not command
+        values[0] += 0.5 * factor  # the first unit says what the item is about
+        if shape_of(item.text) == "fence":
+            values[0] = 0.0  # an opening "```sql" says nothing by itself
+        floor: list[int] = []
+        if shape_of(item.text) == "table":
+            # A table of attempts: each failed row is an attempt with its reason.
+            floor = [i for i, unit in enumerate(units) if i and item_state(unit.text) == "failed"]
+            floor = [0, *floor] if floor else []
+        elif item.state == "failed":
+            floor = _line_floor(units, sorted({0, *reason_units(units)}))
+        for index in floor[1:]:
+            values[index] *= REASON_BONUS
+        pieces.append(_Piece(item, units, values, floor))
+    return pieces
+
+
+def _line_floor(units: Sequence[Unit], core: Sequence[int]) -> list[int]:
+    """Given a failed attempt's units and its first and reason units, return its floor: the
+    whole lines that hold them ("a line that holds its reason"), unless those lines run over
+    `LINE_FLOOR_CHARS` — then the sentences alone."""
+    lines = {units[index].line for index in core}
+    whole = [index for index, unit in enumerate(units) if unit.line in lines]
+    if sum(len(units[index].text) for index in whole) <= LINE_FLOOR_CHARS:
+        return whole
+    return list(core)
+
+
+def pack_outline(
+    outline: Outline, budget: int, *, path: str, relevance: frozenset[str] = frozenset()
+) -> str:
+    """Given an outline, a budget and the file's root-relative path, return the cut (≤ budget).
+
+    The steps: value every unit; give failed attempts their floor (newest first); spend the
+    rest on the best value per character; render; when pointers overrun, retry with less room.
+    """
+    if not outline.items:
+        return ""
+    room = budget
+    for _ in range(6):
+        pieces = _pieces(outline, relevance)
+        _spend(pieces, outline, room)
+        text = render(outline, pieces, path)
+        if len(text) <= budget:
+            return text
+        room -= len(text) - budget + 16
+        if room <= 0:
+            break
+    return _pointer_only(outline, path, budget)
+
+
+def _unit_cost(piece: _Piece, index: int) -> int:
+    return len(piece.units[index].text) + 1
+
+
+class _Spender:
+    """The greedy spend: what is chosen so far, which headings are shown, and what it costs."""
+
+    def __init__(self, outline: Outline, room: int) -> None:
+        self.outline = outline
+        self.room = room
+        self.used = 0
+        self.headings: set[int] = set()
+
+    def start_cost(self, piece: _Piece) -> int:
+        """What showing a piece's first unit costs beyond the unit: its unshown headings and,
+        when it has more than one unit, the line pointer of a part."""
+        if piece.chosen:
+            return 0
+        cost = POINTER_CHARS if len(piece.units) > 1 else 0
+        index = piece.item.heading
+        while index is not None and index not in self.headings:
+            cost += len(self.outline.headings[index].text) + 1
+            index = self.outline.headings[index].parent
+        return cost
+
+    def take(self, piece: _Piece, indices: Sequence[int]) -> bool:
+        """Given units to add, choose them when they fit (with the first unit), else False."""
+        add = [i for i in indices if i not in piece.chosen]
+        if not piece.chosen and 0 not in add:
+            add.insert(0, 0)
+        cost = self.start_cost(piece) + sum(_unit_cost(piece, i) for i in add)
+        if self.used + cost > self.room:
+            return False
+        self.used += cost
+        piece.chosen.update(add)
+        index = piece.item.heading
+        while index is not None:
+            self.headings.add(index)
+            index = self.outline.headings[index].parent
+        return True
+
+
+def _spend(pieces: list[_Piece], outline: Outline, room: int) -> None:
+    spender = _Spender(outline, room)
+    failed = sorted(
+        (p for p in pieces if p.floor), key=lambda p: (-p.item.recency, -p.item.position)
+    )
+    # Failed attempts first, newest first: whole while they take less than their share, then
+    # each at least its floor (its first unit and its reason's).
+    spender.room = int(FAILED_SHARE * room)
+    for piece in failed:
+        spender.take(piece, piece.floor)
+    spender.room = int(FAILED_WHOLE_SHARE * room)
+    for piece in failed:
+        if piece.chosen:
+            spender.take(piece, range(len(piece.units)))
+    spender.room = room
+
+    def density(piece: _Piece, index: int) -> float:
+        extra = _unit_cost(piece, index) + spender.start_cost(piece)
+        value = piece.values[index]
+        if not piece.chosen and index != 0:
+            extra += _unit_cost(piece, 0)
+            value += piece.values[0]
+        return value / max(1, extra)
+
+    heap: list[tuple[float, int, int]] = []
+    for number, piece in enumerate(pieces):
+        for index in range(len(piece.units)):
+            if index not in piece.chosen:
+                heap.append((-density(piece, index), number, index))
+    heapq.heapify(heap)
+    while heap:
+        negative, number, index = heapq.heappop(heap)
+        piece = pieces[number]
+        if index in piece.chosen:
+            continue
+        current = density(piece, index)
+        if current < -negative - 1e-12:
+            heapq.heappush(heap, (-current, number, index))
+            continue
+        spender.take(piece, [index])
+
+
+def render(outline: Outline, pieces: Sequence[_Piece], path: str) -> str:
+    """Given the packed pieces, return the text: shown items under their headings, document
+    order, and one pointer for each run of lines left out."""
+    shown_headings: set[int] = set()
+    for piece in pieces:
+        if piece.chosen:
+            index = piece.item.heading
+            while index is not None:
+                shown_headings.add(index)
+                index = outline.headings[index].parent
+    events: list[tuple[int, int, str | None]] = []  # (line_start, line_end, text or None)
+    for number, heading in enumerate(outline.headings):
+        shown = heading.text if number in shown_headings else None
+        events.append((heading.line, heading.line, shown))
+    for piece in pieces:
+        item = piece.item
+        if not piece.chosen:
+            events.append((item.line_start, item.line_end, None))
+        elif len(piece.chosen) == len(piece.units):
+            events.append((item.line_start, item.line_end, item.text))
+        else:
+            chosen = sorted(piece.chosen)
+            text = joined(item.text, piece.units, chosen)
+            more = " …" if chosen[-1] < len(piece.units) - 1 else ""
+            events.append((item.line_start, item.line_end, f"{text}{more} ({_span(item)})"))
+    events.sort(key=lambda event: (event[0], event[1]))
+    out: list[str] = []
+    hidden: list[tuple[int, int]] = []
+
+    def flush() -> None:
+        if hidden:
+            start, end = hidden[0][0], hidden[-1][1]
+            span = str(start) if start == end else f"{start}-{end}"
+            out.append(f"… not shown: {path}:{span}")
+            hidden.clear()
+
+    for start, end, shown_text in events:
+        if shown_text is None:
+            hidden.append((start, end))
+            continue
+        flush()
+        out.append(shown_text)
+    flush()
+    return "\n".join(out)
+
+
+def _span(item: Item) -> str:
+    if item.line_start == item.line_end:
+        return f"L{item.line_start}"
+    return f"L{item.line_start}-{item.line_end}"
+
+
+def whole_outline(outline: Outline) -> str:
+    """Given an outline, return every heading and item in full (the file without comments)."""
+    pieces = []
+    for item in outline.items:
+        units = units_of(item.text) or [Unit(0, item.text)]
+        pieces.append(_Piece(item, units, [0.0] * len(units), [], set(range(len(units)))))
+    return render(outline, pieces, outline.path)
+
+
+def _pointer_only(outline: Outline, path: str, budget: int) -> str:
+    line = f"… not shown: {path}:1-{outline.lines}"
+    return line if len(line) <= budget else ""

@@ -1,0 +1,173 @@
+"""Given an item's text, return its units: whole sentences (line by line), or whole lines of a
+code block or a table — the smallest pieces a carry ever shows, so nothing is cut inside one.
+
+Also what packing asks of a unit: how many fact-like tokens it holds (`salience`), and which
+units of a failed attempt hold its reason (`reason_units`). Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from carryd.carry.marks import CONCLUSION_CUES, TURN_CUES, item_state, reason_start
+
+MIN_SENTENCE = 16  # a "sentence" shorter than this joins the next one ("2.", "e.g.")
+
+UnitShape = Literal["prose", "fence", "table"]
+
+_SALIENT = re.compile(
+    r"`[^`\n]+`"  # code
+    r"|\b[A-Z][A-Z0-9]+-\d+\b"  # ticket ids
+    r"|#\d{2,}"  # PR / issue numbers
+    r"|\b\d+(?:[.,:/]\d+)*\s?(?:%|ms|s|h|min|k|x|×|MB|GB|rps)?(?![\w])"  # figures
+    r"|[\w.-]+/[\w./-]+"  # paths
+    r"|\b\w+_\w+\b"  # snake_case identifiers
+    r"|\b[a-z]+[A-Z]\w+\b"  # camelCase identifiers
+    r"|--?[a-z][\w-]+"  # command-line flags
+)
+_DATE_LIKE = re.compile(r"(?:\d{4}[-/.])?\d{1,2}[-/.]\d{1,2}|\d{4}|\d{1,2}:\d{2}")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A whole sentence of an item (or a whole line of its code block or table): the line it
+    is on, 0-based in the item, and its text."""
+
+    line: int
+    text: str
+
+
+def salience(text: str) -> int:
+    """Given a text, return how many fact-like tokens it holds (ids, figures, code, paths,
+    flags); a date is not one (every log line has one)."""
+    return sum(1 for token in _SALIENT.findall(text) if not _DATE_LIKE.fullmatch(token.strip()))
+
+
+_WIDE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def content_chars(text: str) -> int:
+    """Given a text, return its length with each CJK or Hangul character counted twice: such a
+    character says about what two Latin ones do."""
+    return len(text) + len(_WIDE.findall(text))
+
+
+def shape_of(text: str) -> UnitShape:
+    """Given an item's text, return whether it is prose, a code block or a table."""
+    lines = text.split("\n")
+    if _FENCE.match(lines[0]):
+        return "fence"
+    if len(lines) > 1 and lines[0].lstrip().startswith("|") and _TABLE_RULE.match(lines[1]):
+        return "table"
+    return "prose"
+
+
+def units_of(text: str) -> list[Unit]:
+    """Given an item's text, return its units in order. A code block's first unit is its
+    opening fence, a table's is its header and rule; every other line is a unit of its own."""
+    shape = shape_of(text)
+    lines = text.split("\n")
+    if shape == "fence":
+        body = lines[1:-1] if len(lines) > 1 and _FENCE.match(lines[-1]) else lines[1:]
+        return [Unit(0, lines[0])] + [
+            Unit(number, line) for number, line in enumerate(body, start=1) if line.strip()
+        ]
+    if shape == "table":
+        return [Unit(0, lines[0] + "\n" + lines[1])] + [
+            Unit(number, line) for number, line in enumerate(lines[2:], start=2) if line.strip()
+        ]
+    units: list[Unit] = []
+    for number, line in enumerate(lines):
+        if not line.strip():
+            continue
+        start = 0
+        for match in _SENTENCE_END.finditer(line):
+            if _inside_code(line, match.start()) or match.start() - start < MIN_SENTENCE:
+                continue
+            piece = line[start : match.start()]
+            if piece.strip():
+                units.append(Unit(number, piece))
+            start = match.end()
+        if line[start:].strip():
+            units.append(Unit(number, line[start:]))
+    return units
+
+
+def _inside_code(line: str, position: int) -> bool:
+    return line.count("`", 0, position) % 2 == 1
+
+
+MAX_REASON_UNITS = 3
+
+
+def reason_units(units: Sequence[Unit]) -> list[int]:
+    """Given a failed attempt's units, return those that hold its reason (at most three, in
+    order): each one after the opening with an explicit cue ("because", "reason:", 原因,
+    porque, …), with the next one when the cue ends it; the one that marks the failure (and
+    the next one when the mark stands alone, "**Failed**:", or the one before a closing
+    verdict, "… Dropped."); the first turn ("but", 但是, 그런데, …) and the first conclusion
+    ("so", 所以, つまり, 따라서, …). Without any, the second."""
+    found: list[int] = []
+
+    def add(*indices: int) -> None:
+        for index in indices:
+            if 0 < index < len(units) and index not in found:
+                found.append(index)
+
+    for index, unit in enumerate(units[1:], start=1):
+        cue = reason_start(unit.text)
+        if cue is not None:
+            tail = unit.text[cue:].strip(" *:：→->=")
+            add(index, index + 1) if len(tail) < 12 else add(index)
+            break
+    for index, unit in enumerate(units):
+        if item_state(unit.text) == "failed":
+            if index + 1 < len(units):
+                add(index, index + 1)  # "**Failed**: <symptom>." then why
+            else:
+                add(index - 1, index)  # "… 0 panics. Dropped."
+            break
+    for cues in (TURN_CUES, CONCLUSION_CUES):
+        for index, unit in enumerate(units[1:], start=1):
+            if reason_start(unit.text, cues) is not None:
+                add(index)
+                break
+    if not found:
+        add(1)
+    return sorted(found[:MAX_REASON_UNITS])
+
+
+def joined(text: str, units: Sequence[Unit], chosen: Sequence[int]) -> str:
+    """Given an item's units and those to show (sorted), return them on their own source
+    lines, each gap marked with " …"; a code block is closed again."""
+    lines = text.split("\n")
+    shape = shape_of(text)
+    out: list[str] = []
+    previous: int | None = None
+    current: int | None = None
+    for index in chosen:
+        unit = units[index]
+        gap = previous is not None and index != previous + 1
+        if unit.line != current:
+            if gap and out and shape != "prose":
+                out.append("…")  # a line of code or a table row is never changed
+            elif gap and out:
+                out[-1] = out[-1].rstrip() + " …"
+            source = lines[unit.line] if "\n" not in unit.text else unit.text
+            indent = source[: len(source) - len(source.lstrip())]
+            out.append(indent + unit.text.strip() if out else unit.text.rstrip())
+            current = unit.line
+        else:
+            mark = " … " if gap else " "
+            out[-1] = f"{out[-1].rstrip()}{mark}{unit.text.strip()}"
+        previous = index
+    if shape == "fence":
+        closing = lines[-1] if len(lines) > 1 and _FENCE.match(lines[-1]) else "```"
+        out.append(closing)
+    return "\n".join(out)

@@ -1,0 +1,220 @@
+"""Issue 20: any ledger is read as an outline and cut into whole units, never mid-sentence.
+
+Log-shaped ledgers (dated or numbered headings, newest last or first), unknown headings in
+several languages, a ledger with no headings, item state from the item's own marks, the
+pointer for every part left out, and two properties over random ledgers: no printed line
+starts or ends inside a source sentence except at an explicit `…`, and every failed attempt's
+reason is shown whole or its lines are named.
+"""
+
+from __future__ import annotations
+
+import re
+
+from carryd.carry.marks import item_state, rule_force
+from carryd.carry.outline import Outline, heading_key, parse_outline
+from carryd.carry.outline_pack import pack_outline, whole_outline
+from carryd.carry.units import reason_units, units_of
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+PATH = "ws/handoff/LEDGER.md"
+POINTER = re.compile(r"^… not shown: ws/handoff/LEDGER\.md:(\d+)(?:-(\d+))?$")
+PART = re.compile(r" \(L(\d+)(?:-(\d+))?\)$")
+
+
+def session_log(count: int, *, newest_first: bool = False) -> str:
+    """A session log: one dated heading per session, each with a status line, a failed
+    attempt with its reason and an open next step."""
+    entries = []
+    for n in range(1, count + 1):
+        entries.append(
+            f"## 2026-11-{n:02d} (session {n})\n"
+            f"- Status: {n} of 40 routes moved to edge-b, p99 {170 + n} ms.\n"
+            f"- Tried raising the idle timeout to {n * 10}s. Failed: the stream still dropped "
+            f"after five minutes because listener {n} keeps its own default.\n"
+            f"- [ ] Next: move route group {n} behind listener grpc-{n}.\n"
+        )
+    if newest_first:
+        entries.reverse()
+    return "# Hand-off ledger — edge\n\n" + "\n".join(entries)
+
+
+def covered_lines(text: str) -> set[int]:
+    """The ledger lines a cut names: under a `… not shown` pointer or an item's `(Lx-y)`."""
+    lines: set[int] = set()
+    for line in text.split("\n"):
+        for match in (POINTER.match(line), PART.search(line)):
+            if match is not None:
+                start = int(match.group(1))
+                lines.update(range(start, int(match.group(2) or start) + 1))
+    return lines
+
+
+def test_dated_headings_make_a_log_whose_newest_entry_is_kept_whole() -> None:
+    for newest_first in (False, True):
+        ledger = session_log(30, newest_first=newest_first)
+        outline = parse_outline(ledger, PATH)
+        assert len(outline.log_entries) == 30
+        newest = max(outline.items, key=lambda item: item.recency)
+        assert "session 30" in outline.headings[newest.heading or 0].text
+        cut = pack_outline(outline, 2_500, path=PATH)
+        assert len(cut) <= 2_500
+        assert "## 2026-11-30 (session 30)" in cut
+        assert "- [ ] Next: move route group 30 behind listener grpc-30." in cut
+        assert "- Status: 30 of 40 routes moved to edge-b, p99 200 ms." in cut
+        assert "- Status: 1 of 40 routes" not in cut  # the oldest status yields first
+
+
+def test_numbered_and_dated_headings_in_several_languages_are_log_entries() -> None:
+    for title in ("Session 14", "세션 12 — 2026-11-24 (화)", "Día 3 — 2026-11-11", "第3天",
+                  "2026年11月24日", "Tag 4", "3日目"):  # fmt: skip
+        assert heading_key(title) is not None, title
+    assert heading_key("Log（短く）") is None  # "log" is a heading's word, not an entry
+    assert heading_key("Decisions") is None
+
+
+def test_unknown_headings_in_any_language_are_carried_with_their_items() -> None:
+    for ledger in (
+        "# Übergabe\n## Stand\n- 14/17 Tests grün.\n## Sackgassen\n- Cache leeren: verworfen.\n",
+        "# 引き継ぎ\n## 現状\n- 14/17 通過。\n## ハマりどころ\n- キャッシュ削除はダメ。\n",
+        "# 인수인계\n## 현황\n- 14/17 통과.\n## 실패한 시도\n- 캐시 삭제 실패.\n",
+        "# Traspaso\n## Estado actual\n- 14/17 pasan.\n## Intentos\n- Borrar caché: falló.\n",
+    ):
+        outline = parse_outline(ledger, PATH)
+        assert len(outline.items) == 2
+        assert whole_outline(outline) == ledger.strip()  # nothing lost, nothing added
+        cut = pack_outline(outline, 60, path=PATH)
+        assert len(cut) <= 60
+        # what does not fit is named by its lines
+        assert covered_lines(cut) | _shown_lines(cut, ledger) >= set(range(3, 6))
+
+
+def _shown_lines(cut: str, ledger: str) -> set[int]:
+    source = ledger.split("\n")
+    return {number for number, line in enumerate(source, start=1) if line and line in cut}
+
+
+def test_a_ledger_without_headings_is_a_list_appended_to_newest_last() -> None:
+    ledger = "".join(
+        f"{n}. [2026-10-{n % 28 + 1:02d}] Finding {n}: checked pool size {n * 5} on replica "
+        f"r{n}. It was not the cause.\n"
+        for n in range(1, 61)
+    )
+    outline = parse_outline(ledger, PATH)
+    assert not outline.headings and len(outline.items) == 60
+    assert outline.items[-1].recency > outline.items[0].recency
+    cut = pack_outline(outline, 3_000, path=PATH)
+    assert "60. [2026-10-05] Finding 60: checked pool size 300" in cut
+    assert len(cut) <= 3_000
+    assert covered_lines(cut) | _shown_lines(cut, ledger) == set(range(1, 61))
+
+
+def test_state_comes_from_the_items_own_marks_in_every_language() -> None:
+    assert item_state("- [x] migrate the queue") == "done"
+    assert item_state("- [ ] migrate the queue") == "open"
+    assert item_state("- ~~use Redis streams for the outbox~~") == "superseded"
+    assert item_state("- Redis streams (superseded by 14)") == "superseded"
+    assert item_state("- ❌ sccache on NFS") == "failed"
+    for failed in (
+        "尝试 PVC 缓存，失败了",
+        "没成：安全组不批",
+        "キャッシュ削除はダメ",
+        "캐시 삭제 실패",
+        "La caché: no funcionó",
+        "Cache leeren: verworfen",
+        "Vider le cache : échec",
+    ):
+        assert item_state(failed) == "failed", failed
+    # done words inside a status line describe something else
+    assert item_state("- 9 件中: 本番反映済み 5 件") == "plain"
+
+
+def test_a_failed_attempt_keeps_its_reason_sentence() -> None:
+    text = (
+        "- Tried proxy protocol v2 on the target group. It looked fine in staging. "
+        "Failed: Envoy answered 400 because it did not expect the PROXY header."
+    )
+    units = units_of(text)
+    reason = [units[index].text for index in reason_units(units)]
+    assert any("because it did not expect the PROXY header" in piece for piece in reason)
+    verdict = units_of("- Theory: a worker panics after charging. Grepped logs: 0 panics. Dropped.")
+    assert [verdict[i].text for i in reason_units(verdict)][0].startswith("Grepped logs: 0 panics")
+
+
+def test_rules_are_told_from_knowledge_in_several_languages() -> None:
+    for rule in (
+        "Never run terraform apply locally.",
+        "返事は日本語で。本番には絶対に実行しない",
+        "必须先找安全组确认",
+        "프로덕션 배포는 하지 않는다. 금지",
+        "Nunca ejecutes dbt run",
+    ):
+        assert rule_force(rule) > 0, rule
+    assert rule_force("The laptop has 16 GB of RAM and runs Fedora.") == 0
+
+
+SENTENCES = st.sampled_from(
+    [
+        "Checked the pool size on replica r3.",
+        "It was not the cause.",
+        "Raised the timeout to 30 s because the PSP p99 is 9 s.",
+        "失败：缓存 key 全不一样。",
+        "原因是 runner id 不同。",
+        "再現しない。",
+        "`make test-integration` passes locally.",
+        "Dropped.",
+    ]
+)
+ITEM = st.builds(
+    lambda bullet, words: f"{bullet}{' '.join(words)}",
+    st.sampled_from(["- ", "- ❌ ", "- [ ] ", "1. ", "- Tried: "]),
+    st.lists(SENTENCES, min_size=1, max_size=5),
+)
+HEADING = st.sampled_from(["## Status", "## 2026-11-03 (session 5)", "## 踩坑", "### Notes"])
+BLOCK = st.one_of(ITEM, HEADING)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(BLOCK, min_size=1, max_size=40), st.integers(min_value=0, max_value=4_000))
+def test_no_line_is_cut_inside_a_sentence_and_every_reason_is_shown_or_named(
+    blocks: list[str], budget: int
+) -> None:
+    ledger = "\n".join(blocks) + "\n"
+    outline = parse_outline(ledger, PATH)
+    cut = pack_outline(outline, budget, path=PATH)
+    assert len(cut) <= budget
+    allowed = _whole_runs(outline)
+    headings = {heading.text for heading in outline.headings}
+    for line in cut.split("\n") if cut else []:
+        if POINTER.match(line) or line in headings:
+            continue
+        body = PART.sub("", line).removesuffix(" …")
+        for piece in body.split(" … "):
+            assert BULLET.sub("", piece.strip()) in allowed, (piece, line)
+    if budget < 60:
+        return  # too small even for one pointer
+    named = covered_lines(cut)
+    for item in outline.items:
+        if item.state != "failed":
+            continue
+        units = units_of(item.text)
+        lines = set(range(item.line_start, item.line_end + 1))
+        for index in reason_units(units):
+            assert units[index].text.strip() in cut or lines <= named, item.text
+
+
+BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+
+
+def _whole_runs(outline: Outline) -> set[str]:
+    """Every run of whole, consecutive units on one source line (bullet dropped)."""
+    runs: set[str] = set()
+    for item in outline.items:
+        units = units_of(item.text)
+        for start in range(len(units)):
+            for end in range(start + 1, len(units) + 1):
+                if units[end - 1].line != units[start].line:
+                    break
+                runs.add(BULLET.sub("", " ".join(u.text.strip() for u in units[start:end])))
+    return runs
