@@ -56,6 +56,8 @@ def test_a_model_that_cannot_load_keeps_the_vectors(
     without = {k: v for k, v in os.environ.items() if k != "CARRYD_MODEL_PATH"}
     # No network at test time: a download of the default model fails at once.
     without.update(HTTPS_PROXY="http://127.0.0.1:9", HTTP_PROXY="http://127.0.0.1:9")
+    if not allow_download:  # the setting, not the test session's HF_HUB_OFFLINE, turns it off
+        without.pop("HF_HUB_OFFLINE", None)
     degraded = carryd("index", "--root", str(root), "--config", str(config), env=without)
     assert degraded.returncode == 0, degraded.stderr
     assert "Traceback" not in degraded.stderr
