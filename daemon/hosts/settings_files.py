@@ -285,7 +285,17 @@ def parse_settings(text: str | None) -> dict[str, Any]:
 def _dump(text: str | None, before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
     if before == after and text is not None:
         return text  # unchanged: keep the user's bytes and formatting
-    return json.dumps(after, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(after, indent=_indent_of(text), ensure_ascii=False) + "\n"
+
+
+def _indent_of(text: str | None) -> str:
+    """Given a settings file's text, return the indent its first nested line uses (two spaces
+    for a new or one-line file), so that setup's diff shows carryd's lines, not a re-indent."""
+    for line in (text or "").splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped and len(stripped) < len(line):
+            return line[: len(line) - len(stripped)]
+    return "  "
 
 
 def plan_setup_actions(host: Host, original: bytes) -> tuple[Action, ...]:

@@ -229,6 +229,26 @@ def test_dry_run_prints_a_diff_and_writes_nothing(
     assert not settings.with_name("settings.json.carryd-backup").exists()
 
 
+def test_dry_run_keeps_the_files_own_indent(
+    memory: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A settings file indented by four spaces: the diff holds carryd's lines and removes none
+    of the user's (it used to re-indent the whole file to two spaces)."""
+    settings = home() / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    user = json.dumps({"model": "opus", "permissions": {"allow": ["Bash(ls:*)"]}}, indent=4)
+    settings.write_text(user + "\n", encoding="utf-8")
+    assert main(["setup", "claude-code", "--root", str(memory), "--dry-run"]) == 0
+    diff = capsys.readouterr().out.splitlines()[2:]
+    removed = [line for line in diff if line.startswith("-")]
+    assert removed == [] or all(line.rstrip().endswith(("}", "]", '"')) for line in removed)
+    assert not any(line.startswith('-    "model"') for line in diff)
+    assert any(line.startswith("+") and "prompt-submit" in line for line in diff)
+    assert main(["setup", "claude-code", "--root", str(memory)]) == 0
+    written = settings.read_text(encoding="utf-8")
+    assert '\n    "model": "opus"' in written and json.loads(written)["model"] == "opus"
+
+
 def test_codex_goes_to_codex_home_or_the_project(
     memory: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
