@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -28,6 +27,8 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None, parents: b
             os.chmod(path.parent, path.parent.parent.stat().st_mode & 0o777)
     if mode is None and path.exists():
         mode = path.stat().st_mode & 0o7777
+    import tempfile  # ~7 ms with shutil and the compressors: not on a hook that only reads
+
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as stream:
