@@ -8,6 +8,7 @@ scheme, and cookie values. Every pattern is bounded: linear time on any line.
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from carryd.index.redact_finding import ATTACHED_VALUE, VALUE, Finding, value_span
 from carryd.index.redact_lexicon import credential_value, random_like, secret_name
@@ -19,8 +20,22 @@ _NOT_A_VALUE = ("env:", "file:", "fd:", "stdin", "-")
 
 # Tools whose short flag takes a password: (command words, flag, value attached to the flag).
 _SHORT_FLAGS: tuple[tuple[tuple[str, ...], str, bool], ...] = (
-    (("mysql", "mariadb"), "p", True),  # mysql, mysqldump, mysqladmin, mariadb-dump, …
-    (("7z",), "p", True),
+    (
+        (
+            "mysql",
+            "mysqldump",
+            "mysqladmin",
+            "mysqlimport",
+            "mysqlcheck",
+            "mysqlsh",
+            "mariadb",
+            "mariadb-dump",
+            "mariadb-admin",
+        ),
+        "p",
+        True,
+    ),
+    (("7z", "7za"), "p", True),
     (("sshpass", "psexec", "mongo", "docker login", "podman login", "oras login"), "p", False),
     (("redis-cli", "keydb-cli"), "a", False),
     (("ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldapwhoami", "ldappasswd"), "w", False),
@@ -69,24 +84,29 @@ def _short_flags(text: str) -> list[Finding]:
 
 def _lines_naming(text: str, lowered: str, commands: tuple[str, ...]) -> list[tuple[int, str]]:
     """Given a text, its lowercase form and command words, return (offset, line) of the lines
-    (a `\\`-continued command counts as one) that hold one of the words."""
+    (a `\\`-continued command counts as one) that name one of the commands as a word. Each
+    line is cut once, from the previous line's end: linear time."""
+    pattern = _command_pattern(commands)
     lines: list[tuple[int, str]] = []
-    position = 0
-    while position <= len(text):
-        end = position
-        while True:
-            newline = text.find("\n", end)
-            if newline < 0:
-                end = len(text)
-                break
-            end = newline
-            if not text[max(position, end - 2) : end].rstrip().endswith("\\"):
-                break
-            end += 1
-        if any(command in lowered[position:end] for command in commands):
-            lines.append((position, text[position:end]))
-        position = end + 1
+    reached = 0
+    for match in pattern.finditer(lowered):
+        if match.start() < reached:
+            continue
+        start = text.rfind("\n", reached, match.start()) + 1 or reached
+        start = max(start, reached)
+        end = text.find("\n", match.end())
+        while end >= 0 and text[max(start, end - 2) : end].rstrip().endswith("\\"):
+            end = text.find("\n", end + 1)
+        end = len(text) if end < 0 else end
+        lines.append((start, text[start:end]))
+        reached = end + 1
     return lines
+
+
+@cache
+def _command_pattern(commands: tuple[str, ...]) -> re.Pattern[str]:
+    words = "|".join(re.escape(command) for command in commands)
+    return re.compile(rf"(?<![\w\-])(?:{words})(?![\w\-])")
 
 
 # (pattern, kind, run on the lowercased text, must start a word). Each pattern starts with a
@@ -208,9 +228,7 @@ def _cookies(text: str) -> list[Finding]:
                 name, value = match.group(1), match.group(2)
                 if name.lower() in _COOKIE_ATTRIBUTES or "://" in value:
                     continue
-                if random_like(value, 12) or (
-                    len(value) >= 16 and credential_value(value, False, False)
-                ):
+                if random_like(value, 12):
                     found.append(
                         Finding(position + match.start(2), position + match.end(2), "cookie")
                     )

@@ -162,15 +162,17 @@ def _label_value(text: str, position: int, is_password: bool) -> tuple[Value | N
     """Given the end of a label, return the secret value that follows it (after a separator,
     right after the label, or a few words on for a password) or None, and how far was read."""
     examined_end = position
-    candidates = [(_SEPARATED, False), (_ADJACENT, True)]
-    candidates += [(near, True) for near in _NEAR] if is_password else []
-    for pattern, strong in candidates:
+    candidates = [(_SEPARATED, False, False), (_ADJACENT, True, False)]
+    candidates += [(near, True, True) for near in _NEAR] if is_password else []
+    for pattern, strong, far in candidates:
         match = pattern.match(text, position)
         span = value_span(match, 1) if match is not None else None
         if span is None:
             continue
         examined_end = max(examined_end, span.end)
-        if _acceptable(span, is_password, strong):
+        # A few words away from its label, only a random-looking value is taken
+        # (`password: kept in 1Password` names a vault, not a password).
+        if _acceptable(span, is_password, strong) and (not far or random_like(span.text, 10)):
             return span, examined_end
     return None, examined_end
 

@@ -74,6 +74,8 @@ def password_value(value: str) -> bool:
     file), not CJK prose (密码：请看保险库)."""
     return (
         _not_placeholder(value)
+        and any(character.isalnum() for character in value)  # not `, ` between two backticks
+        and value == value.strip()  # nor ` and ` between two inline-code labels
         and not value.endswith((":", "："))  # a label of its own (`**password**:`)
         and not re.search(r"[(\[{]", value)
         and not _PATH.match(value)

@@ -154,8 +154,8 @@ _AWS_CONTEXT = re.compile(r"(?i)aws|secret|akia|asia|credential")
 
 def _aws_secrets(text: str) -> list[Finding]:
     """Given a text, return the 40-character strings with the shape and randomness of an AWS
-    secret access key, unless the line so far (or the one before it) names them a cache key,
-    a digest or an id and says nothing of AWS or secrets."""
+    secret access key, unless the line so far names them a cache key, a digest or an id and
+    says nothing of AWS or secrets."""
     found: list[Finding] = []
     for match in _AWS_SECRET.finditer(text):
         value = match.group()
@@ -164,10 +164,10 @@ def _aws_secrets(text: str) -> list[Finding]:
             or entropy(value) < 4.3
         ):
             continue
-        # The line so far and the one before it, at most 240 characters back.
+        # The line so far, at most 240 characters back: a string on a line of its own is
+        # redacted whatever the line before it says.
         window = max(0, match.start() - 240)
-        line_start = text.rfind("\n", window, match.start())
-        line_start = max(window, text.rfind("\n", window, max(window, line_start)) + 1)
+        line_start = max(window, text.rfind("\n", window, match.start()) + 1)
         public = _PUBLIC_CONTEXT.search(text, line_start, match.start())
         if public is None or _AWS_CONTEXT.search(text, line_start, match.start()):
             found.append(Finding(match.start(), match.end(), "aws_secret_key"))

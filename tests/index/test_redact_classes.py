@@ -238,6 +238,7 @@ def test_a_public_block_is_kept(text: str) -> None:
         "The token expires after an hour; the password policy asks for 14 characters.",
         "API key: stored in the vault under payments-prod",
         "| setting | value |\n|---|---|\n| password_min_length | 14 |",
+        "labels such as `password:`, `mot de passe :`, `密码：` and `비밀번호:` are found",
     ],
 )
 def test_what_must_survive_survives(text: str) -> None:
