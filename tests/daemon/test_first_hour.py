@@ -12,20 +12,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-
-def carryd(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "carryd.daemon.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=env,
-    )
+from tests.cli_process import carryd
 
 
 @pytest.mark.parametrize(

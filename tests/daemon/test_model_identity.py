@@ -10,23 +10,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_process import carryd
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "memory"
-
-
-def carryd(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "carryd.daemon.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=env,
-    )
 
 
 def vectors(root: Path) -> int:
