@@ -351,6 +351,27 @@ def _ago(seconds: float | None) -> str:
 SKIPPED_SHOWN = 10
 
 
+def _carry_line(carry: dict[str, Any]) -> str:
+    """Given one carry's section of the report, return its status line."""
+    if not carry["exists"]:
+        return f"carry {carry['workspace']}: MISSING ({carry['path']})"
+    if carry["damaged"]:
+        return f"carry {carry['workspace']}: DAMAGED ({carry['damaged']})"
+    flags = []
+    if carry["stale"]:
+        flags.append(f"STALE: {carry.get('changed_source')} changed since it was written")
+    if carry["fallback"]:
+        flags.append(f"FALLBACK: {carry['reason']}")
+    if carry.get("unrecognised_sections"):
+        names = ", ".join(f"'{name}'" for name in carry["unrecognised_sections"])
+        flags.append(f"ledger sections outside the table, carried last: {names}")
+    return (
+        f"carry {carry['workspace']}: {carry['bytes']} bytes, sha256 {carry['sha256'][:12]}, "
+        f"written {_ago(carry['age_seconds'])} ago"
+        + (f" [{'; '.join(flags)}]" if flags else " [fresh]")
+    )
+
+
 def render_text(report: dict[str, Any], *, now: float) -> str:
     """Given a status report, return it as a few human lines."""
     daemon = report["daemon"]
@@ -395,26 +416,7 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
             f"last sync: {_ago(now - last['at'])} ago ({last['kind']}, {last['seconds']:.3f} s); "
             f"{daemon.get('syncs') or 0} syncs, {daemon.get('queued') or 0} queued"
         )
-    for carry in report["carries"]:
-        if not carry["exists"]:
-            lines.append(f"carry {carry['workspace']}: MISSING ({carry['path']})")
-            continue
-        if carry["damaged"]:
-            lines.append(f"carry {carry['workspace']}: DAMAGED ({carry['damaged']})")
-            continue
-        flags = []
-        if carry["stale"]:
-            flags.append(f"STALE: {carry.get('changed_source')} changed since it was written")
-        if carry["fallback"]:
-            flags.append(f"FALLBACK: {carry['reason']}")
-        if carry.get("unrecognised_sections"):
-            names = ", ".join(f"'{name}'" for name in carry["unrecognised_sections"])
-            flags.append(f"ledger sections outside the table, carried last: {names}")
-        lines.append(
-            f"carry {carry['workspace']}: {carry['bytes']} bytes, sha256 {carry['sha256'][:12]}, "
-            f"written {_ago(carry['age_seconds'])} ago"
-            + (f" [{'; '.join(flags)}]" if flags else " [fresh]")
-        )
+    lines.extend(_carry_line(carry) for carry in report["carries"])
     if report["last_error"]:
         error = report["last_error"]
         lines.append(
