@@ -18,16 +18,14 @@ Kept cheap to import: the status line asks the predicate after every message.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import json
 import logging
 import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from carryd.daemon.errors import ConfigError, UsageError
 from carryd.daemon.state import read_state, refuse_redirected_state
@@ -228,8 +226,7 @@ def _changed_input(
     return None
 
 
-@dataclass(frozen=True)
-class CarryCheck:
+class CarryCheck(NamedTuple):
     """One workspace's carry on disk, judged by `check_carry`.
 
     `state` is one of:
@@ -259,7 +256,10 @@ class CarryCheck:
     age_seconds: float | None = None
     newest_source: tuple[str, float] | None = None  # (root-relative path, mtime)
     behind_seconds: float | None = None
-    content: bytes | None = field(default=None, repr=False, compare=False)
+    content: bytes | None = None  # the verified bytes; left out of repr
+
+    def __repr__(self) -> str:
+        return f"CarryCheck({self.workspace!r}, {self.state!r}, {self.detail!r}, {self.path})"
 
     @property
     def usable(self) -> bool:
@@ -335,17 +335,14 @@ def check_carry(
     except FileNotFoundError:
         return base
     except OSError as error:
-        return dataclasses.replace(
-            base, state="damaged", detail=f"{carry_path}: unreadable ({error.strerror})"
-        )
+        return base._replace(state="damaged", detail=f"{carry_path}: unreadable ({error.strerror})")
     digest = hashlib.sha256(data).hexdigest()
-    base = dataclasses.replace(base, size=len(data), sha256=digest)
+    base = base._replace(size=len(data), sha256=digest)
     manifest, problem = _integrity(carry_path, manifest_path, data, digest)
     if manifest is not None:
         fallback = manifest.get("fallback", False)
         reason = manifest.get("reason", manifest.get("fallback_reason"))
-        base = dataclasses.replace(
-            base,
+        base = base._replace(
             fallback=bool(fallback),
             reason=reason if isinstance(reason, str) else None,
         )
@@ -364,21 +361,20 @@ def check_carry(
             fresh_as_of = max(fresh_as_of, checked_time)
         behind = max(0.0 if newest is None else newest[1] - fresh_as_of, 0.0)
         changed = newest[0] if newest and behind > 0 else None
-    base = dataclasses.replace(
-        base,
+    base = base._replace(
         written_at=fresh_as_of,
         age_seconds=round(max(now - fresh_as_of, 0.0), 3),
         behind_seconds=round(behind, 3),
     )
     if problem is not None:
         log.warning("carry %s is damaged: %s", workspace, problem)
-        return dataclasses.replace(base, state="damaged", detail=problem)
-    base = dataclasses.replace(base, content=data)
+        return base._replace(state="damaged", detail=problem)
+    base = base._replace(content=data)
     if changed is not None:
-        return dataclasses.replace(base, state="stale", detail=changed)
+        return base._replace(state="stale", detail=changed)
     if base.fallback:
-        return dataclasses.replace(base, state="fallback", detail=base.reason)
-    return dataclasses.replace(base, state="fresh")
+        return base._replace(state="fallback", detail=base.reason)
+    return base._replace(state="fresh")
 
 
 def carry_damage(settings: Settings, workspace: str) -> str | None:

@@ -17,9 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from carryd.daemon.carries.inline import compose_context, context_suffix
 from carryd.daemon.hosts.workspace_lookup import find_workspace
@@ -50,8 +49,7 @@ SessionReason = Literal[
 ]
 
 
-@dataclass(frozen=True)
-class SessionStartAnswer:
+class SessionStartAnswer(NamedTuple):
     """A hand-off answer and why it is what it is (the reason is for tests and logs); each
     host adapter encodes it in its own wire format."""
 
@@ -61,8 +59,7 @@ class SessionStartAnswer:
     carry_path: str | None = None
 
 
-@dataclass(frozen=True)
-class InlineCarry:
+class InlineCarry(NamedTuple):
     """A carry planned under a smaller budget, and where the full one lives."""
 
     text: str
