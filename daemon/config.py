@@ -29,6 +29,7 @@ from typing import Any
 from carryd.carry.budgets import CarryBudgets
 from carryd.carry.sections import SectionNames
 from carryd.daemon.errors import ConfigError
+from carryd.daemon.workspace_map import workspace_for
 
 CONFIG_ENV = "CARRYD_CONFIG"
 ROOT_ENV = "CARRYD_ROOT"
@@ -187,16 +188,7 @@ class Settings:
         The longest configured project directory containing it wins; otherwise the
         directory's own name.
         """
-        # os.path.expanduser leaves an unknown "~user" as it is; Path.expanduser raises.
-        target = Path(os.path.expanduser(directory)).resolve(strict=False)
-        best: tuple[int, str] | None = None
-        for project, workspace in self.workspaces.items():
-            base = Path(os.path.expanduser(project)).resolve(strict=False)
-            if target == base or base in target.parents:
-                depth = len(base.parts)
-                if best is None or depth > best[0]:
-                    best = (depth, workspace)
-        return best[1] if best else target.name
+        return workspace_for(self.workspaces, directory)
 
 
 def default_config_file() -> Path:

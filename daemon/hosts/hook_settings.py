@@ -21,6 +21,8 @@ import os
 import sys
 from pathlib import Path
 
+from carryd.daemon.workspace_map import workspace_for
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -123,14 +125,7 @@ class HookView:
     def workspace_for(self, directory: str | os.PathLike[str]) -> str:
         """`Settings.workspace_for`: the longest configured project holding the directory,
         else the directory's own name."""
-        target = Path(os.path.expanduser(directory)).resolve(strict=False)
-        best: tuple[int, str] | None = None
-        for project, workspace in self.workspaces.items():
-            base = Path(os.path.expanduser(project)).resolve(strict=False)
-            if target == base or base in target.parents:
-                if best is None or len(base.parts) > best[0]:
-                    best = (len(base.parts), workspace)
-        return best[1] if best else target.name
+        return workspace_for(self.workspaces, directory)
 
 
 def full_settings(settings: Settings) -> Settings:
