@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 import types
 import typing
 from collections.abc import Mapping
@@ -29,7 +28,7 @@ from typing import Any
 from carryd.carry.budgets import CarryBudgets
 from carryd.carry.sections import SectionNames
 from carryd.daemon.errors import ConfigError
-from carryd.daemon.workspace_map import workspace_for
+from carryd.daemon.locations import default_config_file, find_root, workspace_for
 
 CONFIG_ENV = "CARRYD_CONFIG"
 ROOT_ENV = "CARRYD_ROOT"
@@ -191,16 +190,6 @@ class Settings:
         return workspace_for(self.workspaces, directory)
 
 
-def default_config_file() -> Path:
-    if sys.platform.startswith("linux"):
-        # platformdirs' rule on Linux, without its import (~10 ms of every hook call).
-        base = os.environ.get("XDG_CONFIG_HOME", "").strip() or os.path.expanduser("~/.config")
-        return Path(base) / "carryd" / "config.toml"
-    import platformdirs
-
-    return Path(platformdirs.user_config_dir("carryd")) / "config.toml"
-
-
 def load_settings(
     config_file: str | os.PathLike[str] | None = None,
     *,
@@ -247,19 +236,6 @@ def load_settings(
         model = dataclasses.replace(settings.model, model_path=env[MODEL_PATH_ENV])
         settings = dataclasses.replace(settings, model=model)
     return settings
-
-
-def find_root(start: Path, state_dir: str) -> Path | None:
-    """Given a folder, return the nearest folder at or above it holding `state_dir` as a
-    folder (a memory root carryd has indexed), or None."""
-    try:
-        here = start.expanduser().absolute()
-    except OSError:  # the current folder was deleted
-        return None
-    for folder in (here, *here.parents):
-        if (folder / state_dir).is_dir():
-            return folder
-    return None
 
 
 # Settings fields that describe where the settings came from; never keys of the file.

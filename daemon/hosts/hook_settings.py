@@ -21,7 +21,8 @@ import os
 import sys
 from pathlib import Path
 
-from carryd.daemon.workspace_map import workspace_for
+from carryd.daemon.files import write_atomic
+from carryd.daemon.locations import default_config_file, find_root, workspace_for
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -140,7 +141,7 @@ def hook_settings(config: str | None, root: str | None) -> Settings:
     (a `HookView`); raise the full loader's ConfigError for a broken config file."""
     env = os.environ
     explicit = config is not None or bool(env.get(CONFIG_ENV))
-    path = Path(config or env.get(CONFIG_ENV) or _default_config_file()).expanduser()
+    path = Path(config or env.get(CONFIG_ENV) or default_config_file()).expanduser()
     values: dict[str, Any] = {key: dict(table) for key, table in DEFAULTS.items()}
     values.update(workspaces={}, config_file="", file_root="")
     try:
@@ -153,7 +154,7 @@ def hook_settings(config: str | None, root: str | None) -> Settings:
             return _full(config, root)
     chosen = root or env.get(ROOT_ENV) or values["file_root"]
     if not chosen:
-        found = _find_root(Path.cwd(), values["index"]["state_dir"])
+        found = find_root(Path.cwd(), values["index"]["state_dir"])
         chosen = str(found) if found is not None else ""
     values["root"] = str(Path(chosen).expanduser()) if chosen else ""
     return HookView(values, config, root)  # type: ignore[return-value]
@@ -194,9 +195,7 @@ def _from_file(
     if cache is not None:
         try:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # type: ignore[union-attr]
-            temporary = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-            temporary.write_text(json.dumps({"key": key, "values": values}), encoding="utf-8")
-            os.replace(temporary, cache)
+            write_atomic(cache, json.dumps({"key": key, "values": values}).encode("utf-8"))
         except OSError:
             pass
     return values
@@ -206,23 +205,3 @@ def _full(config: str | None, root: str | None) -> Settings:
     from carryd.daemon.config import load_settings
 
     return load_settings(config, root=root)
-
-
-def _default_config_file() -> Path:
-    if sys.platform.startswith("linux"):
-        base = os.environ.get("XDG_CONFIG_HOME", "").strip() or os.path.expanduser("~/.config")
-        return Path(base) / "carryd" / "config.toml"
-    from carryd.daemon.config import default_config_file
-
-    return default_config_file()
-
-
-def _find_root(start: Path, state: str) -> Path | None:
-    try:
-        here = start.expanduser().absolute()
-    except OSError:
-        return None
-    for folder in (here, *here.parents):
-        if (folder / state).is_dir():
-            return folder
-    return None
