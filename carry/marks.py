@@ -186,10 +186,14 @@ def item_state(text: str) -> ItemState:
     for state, pattern in _SYMBOLS:
         if state in ("failed", "superseded") and pattern.search(text):
             return state
-    for state in ("superseded", "failed"):
-        if _STATE_PATTERNS[state].search(text):
-            return state
     opening = _OPENING.sub("", head)[:HEAD_WORDS_CHARS]
+    # A superseded word marks the item at its opening ("Obsolete: …", "廃止: …"); inside the
+    # text it describes something else ("… which no longer matches", "F-06 HS256 廃止").
+    match = _STATE_PATTERNS["superseded"].search(opening)
+    if match is not None and match.start() <= OPENING_SLACK:
+        return "superseded"
+    if _STATE_PATTERNS["failed"].search(text):
+        return "failed"
     for state in ("open", "done"):
         match = _STATE_PATTERNS[state].search(opening)
         if match is not None and match.start() <= OPENING_SLACK:

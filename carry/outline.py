@@ -17,12 +17,14 @@ from dataclasses import dataclass
 
 from carryd.carry.ledger import markdown_blocks, section_kind_of, source_lines
 from carryd.carry.marks import ItemState, item_state, names_attempts
-from carryd.carry.sections import SECTION_TABLE
+from carryd.carry.sections import SECTION_TABLE, KnownKind
+from carryd.carry.units import shape_of
 
 # Known section kinds weigh more (seed P6's shares, as multipliers); unknown ones weigh 1.
 KIND_WEIGHT = {spec.kind: 1.0 + 2 * spec.weight for spec in SECTION_TABLE}
 LOG_MIN_ENTRIES = 3  # sibling headings that are dated or numbered: a log
 LONG_LIST = 8  # outside a log, a section with this many items is read as appended to
+CURRENT = frozenset({"status", "goal"})  # known sections kept current, never appended to
 
 _DATE = re.compile(
     r"(?P<y>(?:19|20)\d\d)[-/.年](?P<m>\d{1,2})[-/.月](?P<d>\d{1,2})"
@@ -132,10 +134,16 @@ def parse_outline(text: str, path: str = "") -> Outline:
         else:
             siblings = by_heading[heading]
             index = siblings.index(start)
-            recency = 1.0 if len(siblings) < LONG_LIST else 0.3 + 0.7 * index / (len(siblings) - 1)
+            kept_current = len(siblings) < LONG_LIST or _kind(headings, heading) in CURRENT
+            recency = 1.0 if kept_current else 0.3 + 0.7 * index / (len(siblings) - 1)
             in_log = False
+        under_attempts = _under_attempts(headings, heading)
         state = item_state(body)
-        if state == "plain" and _under_attempts(headings, heading):
+        if state == "failed" and not under_attempts and shape_of(body) == "table":
+            # ❌ in a tracker's cells is a status ("not deployed yet"); a table is a table of
+            # attempts when its header or a heading above it says so.
+            state = "failed" if names_attempts(body.split("\n", 1)[0]) else "plain"
+        if state == "plain" and under_attempts:
             state = "failed"  # an item of a tried / dead-ends section is an attempt
         items.append(
             Item(
@@ -189,7 +197,9 @@ def _log_entries(headings: Sequence[Heading]) -> set[int]:
     (same parent, same level), at least `LOG_MIN_ENTRIES` of them."""
     groups: dict[tuple[int | None, int], list[int]] = {}
     for index, heading in enumerate(headings):
-        if heading.key is not None:
+        # A known section with a date ("## Estado (reescrito el 2026-11-26)") is the current
+        # state, not a log entry.
+        if heading.key is not None and section_kind_of(heading.title) is None:
             groups.setdefault((heading.parent, heading.level), []).append(index)
     found: set[int] = set()
     for members in groups.values():
@@ -241,13 +251,19 @@ def _under_attempts(headings: Sequence[Heading], index: int | None) -> bool:
     return False
 
 
-def _weight(headings: Sequence[Heading], index: int | None) -> float:
+def _kind(headings: Sequence[Heading], index: int | None) -> KnownKind | None:
+    """Given an item's heading, return the known section kind above it (None: none)."""
     while index is not None:
         kind = section_kind_of(headings[index].title)
         if kind is not None:
-            return KIND_WEIGHT[kind]
+            return kind
         index = headings[index].parent
-    return 1.0
+    return None
+
+
+def _weight(headings: Sequence[Heading], index: int | None) -> float:
+    kind = _kind(headings, index)
+    return 1.0 if kind is None else KIND_WEIGHT[kind]
 
 
 _TERM = re.compile(r"[A-Za-z][\w.-]{3,}|[\u3400-\u9fff\uac00-\ud7af]{2,}")

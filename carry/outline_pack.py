@@ -7,14 +7,16 @@ gaps marked ` …`, ending in its lines `(L12-15)` — or not at all, named by a
 character: the facts a unit holds (numbers, ids, commands, paths, code), its item's recency
 (log entries newest first, appended lists newest last), state (open and failed before plain,
 done and superseded last) and the weight of a known section name above it. Failed attempts
-come first, newest first: each keeps its first unit and the one that holds its reason before
-anything else is spent. Output is in document order under each shown item's headings, and
-`chars <= budget` always. Pure.
+come first, newest first: each keeps its first unit and the units most likely holding its
+reason (`carryd.carry.units.reason_units`, read from structure), then the newest are kept
+whole (or as their cause and result, `cause_units`) before anything else is spent. Output is
+in document order under each shown item's headings, and `chars <= budget` always. Pure.
 """
 
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -22,6 +24,7 @@ from carryd.carry.marks import item_state
 from carryd.carry.outline import Item, Outline
 from carryd.carry.units import (
     Unit,
+    cause_units,
     content_chars,
     joined,
     reason_units,
@@ -31,13 +34,14 @@ from carryd.carry.units import (
 )
 
 STATE_FACTOR = {"open": 1.4, "failed": 1.3, "plain": 1.0, "done": 0.5, "superseded": 0.25}
-FAILED_WHOLE_SHARE = 0.3  # then newest first whole, while all failed take this share
+FAILED_WHOLE_SHARE = 0.45  # then newest first whole, while all failed take this share
 FAILED_SHARE = 0.4  # failed attempts' first and reason units, first, up to this share
 REASON_BONUS = 1.5
 FENCE_FACTOR = 0.7  # a code block's lines after its first: often pasted output
 RELEVANT_BONUS = 1.2
 POINTER_CHARS = 12  # " (L123-130)" after an item shown in part
-LINE_FLOOR_CHARS = 400  # a failed attempt's floor keeps whole lines up to this
+ATTEMPT_WHOLE_CHARS = 800  # an attempt up to this is kept whole (newest first, in its share)
+_SUB_ITEM = re.compile(r"^\s+(?:[-*+]|\d+[.)])\s")
 
 
 @dataclass
@@ -48,6 +52,7 @@ class _Piece:
     units: list[Unit]
     values: list[float]
     floor: list[int]  # for a failed attempt: its first unit and its reason's
+    upgrade: list[int]  # then, newest first: the whole attempt, or its cause and result
     chosen: set[int] = field(default_factory=set)
 
 
@@ -64,28 +69,44 @@ def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
         values[0] += 0.5 * factor  # the first unit says what the item is about
         if shape_of(item.text) == "fence":
             values[0] = 0.0  # an opening "```sql" says nothing by itself
-        floor: list[int] = []
-        if shape_of(item.text) == "table":
-            # A table of attempts: each failed row is an attempt with its reason.
-            floor = [i for i, unit in enumerate(units) if i and item_state(unit.text) == "failed"]
-            floor = [0, *floor] if floor else []
-        elif item.state == "failed":
-            floor = _line_floor(units, sorted({0, *reason_units(units)}))
+        floor, upgrade = _attempt_floor(item, units)
         for index in floor[1:]:
             values[index] *= REASON_BONUS
-        pieces.append(_Piece(item, units, values, floor))
+        pieces.append(_Piece(item, units, values, floor, upgrade))
     return pieces
 
 
-def _line_floor(units: Sequence[Unit], core: Sequence[int]) -> list[int]:
-    """Given a failed attempt's units and its first and reason units, return its floor: the
-    whole lines that hold them ("a line that holds its reason"), unless those lines run over
-    `LINE_FLOOR_CHARS` — then the sentences alone."""
-    lines = {units[index].line for index in core}
-    whole = [index for index, unit in enumerate(units) if unit.line in lines]
-    if sum(len(units[index].text) for index in whole) <= LINE_FLOOR_CHARS:
-        return whole
-    return list(core)
+def _attempt_floor(item: Item, units: Sequence[Unit]) -> tuple[list[int], list[int]]:
+    """Given an item and its units, return what it keeps first if it holds failed attempts
+    (both empty when it holds none): its floor — the first unit and the units most likely
+    holding the reason — and its upgrade — the whole attempt when it is at most
+    `ATTEMPT_WHOLE_CHARS`, else its cause and result units up to that (`cause_units`).
+
+    A table of attempts keeps its failed rows; a plain item keeps the sub-items that are
+    attempts of their own ("  - 시도 1: … → 그대로 크래시. 원인 …"), each with its reason."""
+    shape = shape_of(item.text)
+    if shape == "table":
+        # A table of attempts: each failed row is an attempt with its reason.
+        rows = [i for i, unit in enumerate(units) if i and item_state(unit.text) == "failed"]
+        floor = [0, *rows] if rows and item.state == "failed" else []
+        return floor, floor
+    if shape != "prose":
+        return [], []
+    if item.state == "failed":
+        floor = sorted({0, *reason_units(units)})
+        if len(item.text) <= ATTEMPT_WHOLE_CHARS:
+            return floor, list(range(len(units)))
+        return floor, sorted({*floor, *cause_units(units, ATTEMPT_WHOLE_CHARS)})
+    lines = item.text.split("\n")
+    nested = [
+        number
+        for number, line in enumerate(lines[1:], start=1)
+        if _SUB_ITEM.match(line) and item_state(line) == "failed"
+    ]
+    if not nested:
+        return [], []
+    chosen = [i for i, unit in enumerate(units) if i == 0 or unit.line in nested]
+    return chosen, chosen
 
 
 def pack_outline(
@@ -166,7 +187,7 @@ def _spend(pieces: list[_Piece], outline: Outline, room: int) -> None:
     spender.room = int(FAILED_WHOLE_SHARE * room)
     for piece in failed:
         if piece.chosen:
-            spender.take(piece, range(len(piece.units)))
+            spender.take(piece, piece.upgrade)
     spender.room = room
 
     def density(piece: _Piece, index: int) -> float:
@@ -252,7 +273,7 @@ def whole_outline(outline: Outline) -> str:
     pieces = []
     for item in outline.items:
         units = units_of(item.text) or [Unit(0, item.text)]
-        pieces.append(_Piece(item, units, [0.0] * len(units), [], set(range(len(units)))))
+        pieces.append(_Piece(item, units, [0.0] * len(units), [], [], set(range(len(units)))))
     return render(outline, pieces, outline.path)
 
 

@@ -30,6 +30,9 @@ _SALIENT = re.compile(
 )
 _DATE_LIKE = re.compile(r"(?:\d{4}[-/.])?\d{1,2}[-/.]\d{1,2}|\d{4}|\d{1,2}:\d{2}")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
+# After ". " a sentence does not start with a lower-case letter: "e.g. the", "vs. nginx",
+# "approx. three" go on (scripts without case split as before).
+_NOT_AN_END = re.compile(r"[a-z]")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")
 
@@ -88,7 +91,11 @@ def units_of(text: str) -> list[Unit]:
             continue
         start = 0
         for match in _SENTENCE_END.finditer(line):
-            if _inside_code(line, match.start()) or match.start() - start < MIN_SENTENCE:
+            if (
+                _inside_code(line, match.start())
+                or match.start() - start < MIN_SENTENCE
+                or (line[match.start() - 1] in ".!?" and _NOT_AN_END.match(line, match.end()))
+            ):
                 continue
             piece = line[start : match.start()]
             if piece.strip():
@@ -103,44 +110,63 @@ def _inside_code(line: str, position: int) -> bool:
     return line.count("`", 0, position) % 2 == 1
 
 
-MAX_REASON_UNITS = 3
+MIN_REASON_UNITS = 2  # the sentences an older attempt keeps at least, after its first
+SHORT_VERDICT = 24  # a unit this short ("Dropped.", "→ 失敗。") says how, not why
 
 
-def reason_units(units: Sequence[Unit]) -> list[int]:
-    """Given a failed attempt's units, return those that hold its reason (at most three, in
-    order): each one after the opening with an explicit cue ("because", "reason:", 原因,
-    porque, …), with the next one when the cue ends it; the one that marks the failure (and
-    the next one when the mark stands alone, "**Failed**:", or the one before a closing
-    verdict, "… Dropped."); the first turn ("but", 但是, 그런데, …) and the first conclusion
-    ("so", 所以, つまり, 따라서, …). Without any, the second."""
-    found: list[int] = []
+def reason_scores(units: Sequence[Unit]) -> list[float]:
+    """Given a failed attempt's units, return how likely each one holds its reason, read from
+    structure in any language (0 for the first unit, which says what was tried).
 
-    def add(*indices: int) -> None:
-        for index in indices:
-            if 0 < index < len(units) and index not in found:
-                found.append(index)
+    The reason follows the attempt: every later unit counts, more the later it stands (the
+    decisive reason comes after a red herring, a conclusion closes the paragraph). A unit that
+    holds facts (figures, ids, code, paths) counts more. A cue (a failure mark, "because",
+    原因, "but", 所以, …) is a bonus, never the gate. A bare verdict lends its weight to the
+    unit before it: "… 0 panics. Dropped." — the reason is what it closes on.
+    """
+    count = len(units)
+    scores = [0.0] * count
+    for index in range(1, count):
+        text = units[index].text
+        score = 1.0 + index / max(1, count - 1) + 0.4 * min(salience(text), 3)
+        if index == count - 1:
+            score += 0.5
+        if (
+            reason_start(text) is not None
+            or item_state(text) == "failed"
+            or reason_start(text, TURN_CUES) is not None
+            or reason_start(text, CONCLUSION_CUES) is not None
+        ):
+            score += 1.0
+        scores[index] = score
+    for index in range(1, count):
+        if content_chars(units[index].text.strip(" -*→>")) < SHORT_VERDICT and index > 1:
+            scores[index - 1] += scores[index] / 2
+            scores[index] /= 2
+    return scores
 
-    for index, unit in enumerate(units[1:], start=1):
-        cue = reason_start(unit.text)
-        if cue is not None:
-            tail = unit.text[cue:].strip(" *:：→->=")
-            add(index, index + 1) if len(tail) < 12 else add(index)
-            break
-    for index, unit in enumerate(units):
-        if item_state(unit.text) == "failed":
-            if index + 1 < len(units):
-                add(index, index + 1)  # "**Failed**: <symptom>." then why
-            else:
-                add(index - 1, index)  # "… 0 panics. Dropped."
-            break
-    for cues in (TURN_CUES, CONCLUSION_CUES):
-        for index, unit in enumerate(units[1:], start=1):
-            if reason_start(unit.text, cues) is not None:
-                add(index)
-                break
-    if not found:
-        add(1)
-    return sorted(found[:MAX_REASON_UNITS])
+
+def reason_units(units: Sequence[Unit], limit: int = MIN_REASON_UNITS) -> list[int]:
+    """Given a failed attempt's units, return the `limit` that most likely hold its reason
+    (`reason_scores`), in order. Without a second unit, none."""
+    scores = reason_scores(units)
+    ranked = sorted(range(1, len(units)), key=lambda index: (-scores[index], -index))
+    return sorted(ranked[:limit])
+
+
+def cause_units(units: Sequence[Unit], cap: int) -> list[int]:
+    """Given a failed attempt's units and a character cap, return its first unit and the units
+    that carry its cause and result, best first while they fit the cap, in order (all of them
+    when the whole attempt fits)."""
+    scores = reason_scores(units)
+    chosen = [0]
+    used = len(units[0].text) + 1
+    for index in sorted(range(1, len(units)), key=lambda index: (-scores[index], -index)):
+        cost = len(units[index].text) + 1
+        if used + cost <= cap:
+            chosen.append(index)
+            used += cost
+    return sorted(chosen)
 
 
 def joined(text: str, units: Sequence[Unit], chosen: Sequence[int]) -> str:

@@ -1,0 +1,141 @@
+"""Issue 20: a failed attempt written as a paragraph keeps its decisive reason.
+
+The reason is read from structure, in any language: what follows the attempt's first
+sentence, later sentences before earlier ones (the decisive reason comes after a red herring),
+facts (numbers, ids, code) — cue words are a bonus, never the gate. Sentences are never cut
+inside, and the state of an item comes from its own marks where they mean a state.
+"""
+
+from __future__ import annotations
+
+from carryd.carry.marks import item_state
+from carryd.carry.outline import parse_outline
+from carryd.carry.outline_pack import pack_outline
+from carryd.carry.units import cause_units, reason_units, units_of
+
+PATH = "ws/handoff/LEDGER.md"
+
+# Each attempt: what was tried, a red herring (with a "but"), filler, the decisive reason last.
+ATTEMPTS = {
+    "en": (
+        "- Attempt {n}: raised the client pool to {p} connections on replica r{n}.\n"
+        "  It looked like the pool was the limit, but the timeouts stayed at 30 s.\n"
+        "  Load graphs for that hour are in the dashboard.\n"
+        "  The proxy caps every client at default_pool_size = {n}0 in pgbouncer.ini."
+    ),
+    "zh": (
+        "- 尝试 {n}：把 runner 并发调到 {p}。\n"
+        "  看起来是并发不够，但是排队时间没变。\n"
+        "  当天的监控截图放在群里了。\n"
+        "  真正的瓶颈是 NFS 上 sccache 的锁 lock-{n}，单个 key 同时只能写一个。"
+    ),
+    "ja": (
+        "- 試した {n}: ワーカーを {p} 台に増やした。\n"
+        "  台数の問題に見えたが、待ち時間は同じだった。\n"
+        "  当日のグラフは共有フォルダにある。\n"
+        "  実際はセッションが Redis のシャード shard-{n} に集中していて、そこが詰まっていた。"
+    ),
+    "es": (
+        "- Intento {n}: subir el timeout del DAG a {p} h.\n"
+        "  Parecía un problema de tiempo, pero el backfill seguía cortándose.\n"
+        "  Los registros de esa noche están en el bucket.\n"
+        "  El almacén XS-{n} corta cualquier consulta a los 14 400 s y no se puede cambiar."
+    ),
+}
+
+
+def attempts_ledger() -> tuple[str, list[str]]:
+    """A ledger of eight paragraph attempts in four languages (newest last) between a status,
+    notes and next steps; and each attempt's decisive line."""
+    items, decisive = [], []
+    for n in range(1, 9):
+        language = list(ATTEMPTS)[n % 4]
+        text = ATTEMPTS[language].format(n=n, p=n + 40)
+        items.append(text)
+        decisive.append(text.split("\n")[-1].strip())
+    status = "".join(f"- Service s{n}: moved, p99 {170 + n} ms, 0 errors.\n" for n in range(6))
+    notes = "".join(f"- Host h{n} runs kernel 6.{n} and has 64 GB of memory.\n" for n in range(12))
+    ledger = (
+        f"# Hand-off ledger\n\n## Status\n{status}\n## Notes\n{notes}\n"
+        "## Tried approaches and failure reasons\n" + "\n".join(items) + "\n\n"
+        "## Next steps\n- [ ] move the billing service.\n- [ ] ask Ana about the cut-over.\n"
+    )
+    return ledger, decisive
+
+
+def test_paragraph_attempts_keep_their_decisive_reason_in_every_language() -> None:
+    ledger, decisive = attempts_ledger()
+    outline = parse_outline(ledger, PATH)
+    # Room for every attempt's floor, not for every attempt whole.
+    budget = int(len(ledger) * 0.7)
+    cut = pack_outline(outline, budget, path=PATH)
+    assert len(cut) <= budget
+    for line in decisive:
+        assert line in cut, line
+    assert "- [ ] move the billing service." in cut  # attempts do not crowd out the next step
+
+
+def test_the_newest_attempts_are_kept_whole() -> None:
+    ledger, _ = attempts_ledger()
+    outline = parse_outline(ledger, PATH)
+    cut = pack_outline(outline, int(len(ledger) * 0.7), path=PATH)
+    newest = [item for item in outline.items if item.state == "failed"][-2:]
+    for item in newest:
+        for line in item.text.split("\n"):
+            assert line.strip() in cut, line
+
+
+def test_the_reason_is_read_from_structure_not_from_cue_words() -> None:
+    for language, template in ATTEMPTS.items():
+        units = units_of(template.format(n=3, p=43))
+        chosen = [units[index].text for index in reason_units(units)]
+        assert any("3" in piece and piece == units[-1].text for piece in chosen), language
+    # A closing verdict lends its weight to the sentence before it.
+    verdict = units_of("- Theory: a worker panics after charging. Grepped logs: 0 panics. Dropped.")
+    assert verdict[reason_units(verdict)[0]].text.startswith("Grepped logs: 0 panics")
+
+
+def test_a_long_attempt_keeps_its_cause_and_result_within_the_cap() -> None:
+    text = (
+        "- Tried the cooperative-sticky assignor on staging. "
+        + "The rebalance storm looked like the trigger. " * 6
+        + "Duplicates stayed at 41 in 20,000, so the consumer is not where they come from."
+    )
+    units = units_of(text)
+    chosen = cause_units(units, 260)
+    shown = [units[index].text for index in chosen]
+    assert chosen[0] == 0 and shown[-1].startswith("Duplicates stayed at 41")
+    assert sum(len(piece) + 1 for piece in shown) <= 260
+
+
+def test_no_unit_ends_inside_a_sentence() -> None:
+    text = "- Tried e.g. the v2 export vs. the old one. Both drop rows, i.e. the bug is upstream."
+    pieces = [unit.text.strip() for unit in units_of(text)]
+    assert pieces == [
+        "- Tried e.g. the v2 export vs. the old one.",
+        "Both drop rows, i.e. the bug is upstream.",
+    ]
+
+
+def test_a_word_inside_an_item_does_not_mark_its_state() -> None:
+    # "no longer" / 廃止 describe something inside the text; they do not supersede the item.
+    assert item_state("- Reason for 44: the UPDATE's claimed_by no longer matches → lost.") != (
+        "superseded"
+    )
+    assert item_state("- 9 件中: 未完 2 件（F-03 CSP enforce, F-06 HS256 廃止）。") == "plain"
+    assert item_state("- Obsolete: the old export path") == "superseded"
+    # ❌ in a tracker's cells is a status; a table is of attempts when its header says so.
+    tracker = "| ID | PR | prod |\n|---|---|---|\n| F-07 | #12 | ❌ 12/01 |\n| F-08 | #19 | ✅ |\n"
+    attempts = "| Attempt | result | why |\n|---|---|---|\n| -dontobfuscate | ❌ | not R8 |\n"
+    states = [item.state for item in parse_outline(f"## Tracker\n{tracker}").items]
+    assert states == ["plain"]
+    assert [item.state for item in parse_outline(f"## Notes\n{attempts}").items] == ["failed"]
+
+
+def test_a_dated_status_section_is_the_current_state_not_a_log_entry() -> None:
+    ledger = "# Ledger\n\n## Estado (reescrito el 2026-11-26)\n- PROD: nada desplegado todavía.\n"
+    ledger += "".join(f"\n## Día {n} — 2026-11-{n:02d}\n- trabajo {n}.\n" for n in range(1, 6))
+    outline = parse_outline(ledger, PATH)
+    status = outline.items[0]
+    assert not status.in_log and status.recency == 1.0 and status.weight > 1.0
+    assert len(outline.log_entries) == 5
