@@ -123,6 +123,13 @@ ATTEMPT_WORDS = (
     "reason", "cause", "root cause", "原因", "원인", "causa", "ursache", "理由",
 )  # fmt: skip
 
+# A negation: a red herring ruled out ("It was not the poll thread: …", 不是, ではなく, 아니라,
+# no era, nicht, pas) often introduces the real reason in the same sentence.
+NEGATION_CUES = (
+    " not ", "n't ", "isn't", "wasn't", "不是", "并非", "而是", "ではな", "じゃな", "아니", "않",
+    " no es ", " no era ", " no fue ", " nicht ", " kein", " pas ", " não ",
+)  # fmt: skip
+
 # Where an explanation concludes ("So …", 所以, つまり, 따라서, por lo tanto, daher, donc).
 CONCLUSION_CUES = (
     "so ", "therefore", "thus", "which means", "所以", "因此", "结论", "つまり", "結論", "따라서",

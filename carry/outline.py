@@ -36,7 +36,9 @@ _NUMBERED = re.compile(
     r"|semaine|sprint|run|iteration|round|entry|part|phase|stage|step)\s*#?\s*(\d{1,4})"
     r"|(?:세션|セッション|회차|第|Day)\s*(\d{1,4})|(\d{1,4})\s*(?:日目|일차|天|회|次)"
 )
-# A heading that is a ledger title (level 1 at the top): not a section of its own.
+# Any word then a number at a heading's start ("Attempt 12 — …", "Versuch 3", "Intento #4"):
+# numbered, whatever the language; a log only when enough siblings are numbered or dated.
+_WORD_NUMBER = re.compile(r"^[*_`\s]*[^\W\d_]+\.?[ \t]*#?[ \t]*(\d{1,4})(?![\d.,:/-])")
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ def heading_key(title: str, year: int = 0) -> tuple[int, ...] | None:
             key = (year, int(date.group("m3")), int(date.group("d3")))
         if 1 <= key[1] <= 12 and 1 <= key[2] <= 31:
             return key
-    numbered = _NUMBERED.search(title)
+    numbered = _NUMBERED.search(title) or _WORD_NUMBER.match(title)
     if numbered is not None:
         number = next(group for group in numbered.groups() if group)
         return (0, 0, 0, int(number))

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from carryd.carry.marks import item_state
 from carryd.carry.outline import Item, Outline
 from carryd.carry.units import (
+    MIN_REASON_UNITS,
     Unit,
     cause_units,
     content_chars,
     joined,
-    reason_units,
+    reason_ranked,
     salience,
     shape_of,
     units_of,
@@ -35,6 +36,7 @@ from carryd.carry.units import (
 
 STATE_FACTOR = {"open": 1.4, "failed": 1.3, "plain": 1.0, "done": 0.5, "superseded": 0.25}
 FAILED_WHOLE_SHARE = 0.45  # then newest first whole, while all failed take this share
+NEWEST_WHOLE_SHARE = 0.2  # first the newest attempts whole, up to this share
 FAILED_SHARE = 0.4  # failed attempts' first and reason units, first, up to this share
 REASON_BONUS = 1.5
 FENCE_FACTOR = 0.7  # a code block's lines after its first: often pasted output
@@ -93,7 +95,7 @@ def _attempt_floor(item: Item, units: Sequence[Unit]) -> tuple[list[int], list[i
     if shape != "prose":
         return [], []
     if item.state == "failed":
-        floor = sorted({0, *reason_units(units)})
+        floor = [0, *reason_ranked(units)[:MIN_REASON_UNITS]]  # best first
         if len(item.text) <= ATTEMPT_WHOLE_CHARS:
             return floor, list(range(len(units)))
         return floor, sorted({*floor, *cause_units(units, ATTEMPT_WHOLE_CHARS)})
@@ -181,9 +183,15 @@ def _spend(pieces: list[_Piece], outline: Outline, room: int) -> None:
     )
     # Failed attempts first, newest first: whole while they take less than their share, then
     # each at least its floor (its first unit and its reason's).
+    spender.room = int(NEWEST_WHOLE_SHARE * room)
+    for piece in failed:  # the newest attempts whole (or their cause and result)
+        spender.take(piece, piece.upgrade)
     spender.room = int(FAILED_SHARE * room)
+    for piece in failed:  # then as many as can be with one reason unit each, newest first
+        spender.take(piece, piece.floor[:2])
     for piece in failed:
-        spender.take(piece, piece.floor)
+        if piece.chosen:
+            spender.take(piece, piece.floor)
     spender.room = int(FAILED_WHOLE_SHARE * room)
     for piece in failed:
         if piece.chosen:

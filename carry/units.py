@@ -12,7 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from carryd.carry.marks import CONCLUSION_CUES, TURN_CUES, item_state, reason_start
+from carryd.carry.marks import (
+    CONCLUSION_CUES,
+    NEGATION_CUES,
+    REASON_CUES,
+    TURN_CUES,
+    item_state,
+)
 
 MIN_SENTENCE = 16  # a "sentence" shorter than this joins the next one ("2.", "e.g.")
 
@@ -122,7 +128,8 @@ def reason_scores(units: Sequence[Unit]) -> list[float]:
     decisive reason comes after a red herring, a conclusion closes the paragraph). A unit that
     holds facts (figures, ids, code, paths) counts more. A cue (a failure mark, "because",
     原因, "but", 所以, …) is a bonus, never the gate. A bare verdict lends its weight to the
-    unit before it: "… 0 panics. Dropped." — the reason is what it closes on.
+    unit before it: "… 0 panics. Dropped." — the reason is what it closes on. A negation ("It
+    was not the poll thread: …") is a bonus too: the real reason follows a ruled-out one.
     """
     count = len(units)
     scores = [0.0] * count
@@ -130,28 +137,34 @@ def reason_scores(units: Sequence[Unit]) -> list[float]:
         text = units[index].text
         score = 1.0 + index / max(1, count - 1) + 0.4 * min(salience(text), 3)
         if index == count - 1:
-            score += 0.5
-        if (
-            reason_start(text) is not None
-            or item_state(text) == "failed"
-            or reason_start(text, TURN_CUES) is not None
-            or reason_start(text, CONCLUSION_CUES) is not None
+            score += 0.25
+        folded = f" {text.casefold()} "
+        if item_state(text) == "failed" or any(
+            cue in folded for cue in (*REASON_CUES, *TURN_CUES, *CONCLUSION_CUES)
         ):
             score += 1.0
+        if any(cue in folded for cue in NEGATION_CUES):
+            score += 0.75
         scores[index] = score
-    for index in range(1, count):
-        if content_chars(units[index].text.strip(" -*→>")) < SHORT_VERDICT and index > 1:
+    for index in range(2, count):
+        text = units[index].text
+        if content_chars(text.strip(" -*→>")) < SHORT_VERDICT and not salience(text):
             scores[index - 1] += scores[index] / 2
             scores[index] /= 2
     return scores
 
 
+def reason_ranked(units: Sequence[Unit]) -> list[int]:
+    """Given a failed attempt's units, return the units after the first, most likely to hold
+    its reason first (`reason_scores`; the later one wins a tie)."""
+    scores = reason_scores(units)
+    return sorted(range(1, len(units)), key=lambda index: (-scores[index], -index))
+
+
 def reason_units(units: Sequence[Unit], limit: int = MIN_REASON_UNITS) -> list[int]:
     """Given a failed attempt's units, return the `limit` that most likely hold its reason
-    (`reason_scores`), in order. Without a second unit, none."""
-    scores = reason_scores(units)
-    ranked = sorted(range(1, len(units)), key=lambda index: (-scores[index], -index))
-    return sorted(ranked[:limit])
+    (`reason_ranked`), in order. Without a second unit, none."""
+    return sorted(reason_ranked(units)[:limit])
 
 
 def cause_units(units: Sequence[Unit], cap: int) -> list[int]:

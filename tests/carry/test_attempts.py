@@ -78,11 +78,12 @@ def test_paragraph_attempts_keep_their_decisive_reason_in_every_language() -> No
 def test_the_newest_attempts_are_kept_whole() -> None:
     ledger, _ = attempts_ledger()
     outline = parse_outline(ledger, PATH)
-    cut = pack_outline(outline, int(len(ledger) * 0.7), path=PATH)
-    newest = [item for item in outline.items if item.state == "failed"][-2:]
-    for item in newest:
-        for line in item.text.split("\n"):
-            assert line.strip() in cut, line
+    failed = [item for item in outline.items if item.state == "failed"]
+    for share, count in ((0.7, 1), (0.9, 3)):
+        cut = pack_outline(outline, int(len(ledger) * share), path=PATH)
+        for item in failed[-count:]:
+            for line in item.text.split("\n"):
+                assert line.strip() in cut, (share, line)
 
 
 def test_the_reason_is_read_from_structure_not_from_cue_words() -> None:
@@ -139,3 +140,27 @@ def test_a_dated_status_section_is_the_current_state_not_a_log_entry() -> None:
     status = outline.items[0]
     assert not status.in_log and status.recency == 1.0 and status.weight > 1.0
     assert len(outline.log_entries) == 5
+
+
+def test_headings_numbered_in_any_words_make_a_log() -> None:
+    ledger = "# Ledger\n" + "".join(
+        f"\n### Attempt {n} — step {n}\nDid thing {n}.\n" for n in range(1, 5)
+    )
+    outline = parse_outline(ledger, PATH)
+    assert len(outline.log_entries) == 4
+    recency = [item.recency for item in outline.items]
+    assert recency == sorted(recency) and recency[-1] == 1.0  # newest last, by number
+    german = "## Versuch 1\nx\n## Versuch 2\ny\n## Versuch 3\nz\n"
+    assert len(parse_outline(german).log_entries) == 3
+
+
+def test_the_reason_after_a_ruled_out_red_herring_beats_the_symptoms_figures() -> None:
+    text = (
+        "Canary with the poll loop on its own thread. Looked great for 6 hours. "
+        "Then the job flagged 1,204 orders missing between offsets 88,412,907 and 88,414,111. "
+        "It was not the new thread: the build still had `DEBUG_AUTOCOMMIT=1`, so offsets were "
+        "committed on a timer ahead of our watermark. Incident INC-5530."
+    )
+    units = units_of(text)
+    best = reason_units(units, limit=1)[0]
+    assert units[best].text.startswith("It was not the new thread")
