@@ -32,21 +32,22 @@ STATE_WORDS: dict[str, dict[ItemState, tuple[str, ...]]] = {
     },
     "zh": {
         "failed": ("失败", "不行", "放弃", "没用", "无效", "回滚", "排除", "不是原因", "行不通",
-                   "报错", "没成", "不成", "没效果", "白费", "不通过", "没解决", "不管用"),
+                   "报错", "没成", "不成", "没效果", "白费", "不通过", "没解决", "不管用", "驳回"),
         "superseded": ("已废弃", "废弃", "作废", "过时", "已过期", "被取代", "不再"),
         "done": ("已完成", "完成了", "搞定", "已合并", "已解决", "已修复"),
         "open": ("待办", "未完成", "待定", "待确认", "进行中", "卡着"),
     },
     "ja": {
         "failed": ("ダメ", "だめ", "却下", "失敗", "効果なし", "断念", "戻した", "無理", "不可",
-                   "NG", "不完全", "効かない", "うまくいかない", "動かない", "ロールバック"),
+                   "NG", "不完全", "効かない", "うまくいかない", "動かない", "ロールバック",
+                   "差し戻し"),
         "superseded": ("廃止", "取り消し", "古い", "置き換え", "撤回"),
         "done": ("完了", "済み", "済", "対応済", "マージ済"),
         "open": ("未対応", "未完了", "対応中", "保留", "要確認"),
     },
     "ko": {
         "failed": ("실패", "안 됨", "안됨", "포기", "롤백", "효과 없음", "원복", "기각", "불가",
-                   "안 됐", "안됐", "소용없", "효과없"),
+                   "안 됐", "안됐", "소용없", "효과없", "반려", "폐기"),
         "superseded": ("폐기", "대체됨", "무효", "취소"),
         "done": ("완료", "해결", "머지됨"),
         "open": ("할 일", "미완", "진행 중", "대기", "보류"),
@@ -172,6 +173,7 @@ _STATE_PATTERNS: dict[ItemState, re.Pattern[str]] = {
 }
 _ATTEMPT = _word_pattern(ATTEMPT_WORDS)
 _DATED = re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*[\[(]?\d{4}-\d{2}-\d{2}[\])]?:?\s*")
+_ATTEMPT_THEN = re.compile(f"(?:{_ATTEMPT.pattern})[^\n→]{{0,12}}(?:→|->|=>)", re.IGNORECASE)
 _RULE_PATTERN = _word_pattern(tuple(w for words in RULE_WORDS.values() for w in words))
 
 
@@ -207,6 +209,8 @@ def item_state(text: str) -> ItemState:
             return state
     if _ATTEMPT.search(_OPENING.sub("", _DATED.sub("", head))[:HEAD_WORDS_CHARS + 6]):
         return "failed"
+    if _ATTEMPT_THEN.search(head):
+        return "failed"  # "… 라이브러리도 시도 → …", "tried X -> Y": an attempt and its outcome
     return "plain"
 
 

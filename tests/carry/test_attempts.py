@@ -164,3 +164,14 @@ def test_the_reason_after_a_ruled_out_red_herring_beats_the_symptoms_figures() -
     units = units_of(text)
     best = reason_units(units, limit=1)[0]
     assert units[best].text.startswith("It was not the new thread")
+
+
+def test_an_attempt_named_before_its_outcome_is_an_attempt_in_any_language() -> None:
+    for text in (
+        "  - `react-native-edge-to-edge` 라이브러리도 시도 → 경고 폭탄",
+        "  - (b) hot-updater 를 S3 + Lambda 로 세팅 → 보안팀에서 반려",
+        "- we tried the replica -> it forks too",
+        "- 把缓存放到 NFS 上，被安全组驳回",
+    ):
+        assert item_state(text) == "failed", text
+    assert item_state("- the plan moved → see PLAN.md") == "plain"
