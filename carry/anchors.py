@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from carryd.carry.plan import HistoryItem
+from carryd.carry.spans import EntrySpan, line_span
 from carryd.carry.summary import summary_line
-from carryd.carry.truncate import EntrySpan, line_span
 from carryd.index.entries import Entry
 
 TABLE_HEADER = "| id | L0 | lines |\n|---|---|---|"

@@ -38,11 +38,6 @@ class CarryBudgets:
     ledger_chars: int = 8_000
     plan_chars: int = 3_000
     memory: MemorySelectionPolicy = field(default_factory=MemorySelectionPolicy)
-    # The SessionStart variant is a cut of the full carry, which stays on disk and is named
-    # beside it: there the ledger's failed attempts, whole, come before standing rules (a
-    # fresh context that loses why something failed tries it again; a rule not shown is
-    # named with its id). The full carry keeps the rules first.
-    dead_ends_before_rules: bool = False
     # A carry up to this size is never trimmed to flat injection's cost: a host injects that
     # much at SessionStart anyway (the daemon passes `hooks.inline_chars`), so cutting a short
     # hand-off below it saves nothing a host would notice. 0: the flat cost alone decides.

@@ -57,15 +57,6 @@ if TYPE_CHECKING:
 SectionKind = Literal["status", "goal", "tried", "next", "other"]
 BlockKind = Literal["list", "paragraph", "heading", "other"]
 
-# Sections under a heading of the ledger's own get the lowest weight of all: no share of
-# their own, only what the known sections leave (and always room for a pointer).
-OTHER_WEIGHT = 0.0
-WEIGHTS: dict[SectionKind, float] = {
-    **{spec.kind: spec.weight for spec in SECTION_TABLE},
-    "other": OTHER_WEIGHT,
-}
-
-
 @dataclass(frozen=True)
 class LedgerItem:
     """One item of a section; `text` is the item's source lines, exactly (trailing blanks cut)."""

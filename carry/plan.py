@@ -38,7 +38,7 @@ from typing import Literal
 from carryd.carry.ledger import Block, markdown_blocks, normalize_heading, source_lines
 from carryd.carry.outline import heading_key
 from carryd.carry.recency import DateKey, explicit_date
-from carryd.carry.truncate import line_span
+from carryd.carry.spans import line_span
 
 PlanMode = Literal["current", "history"]
 

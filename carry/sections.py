@@ -91,7 +91,7 @@ SECTION_TABLE: tuple[SectionSpec, ...] = (
     ),
 )  # fmt: skip
 
-# Canonical order of the known sections; budget order is by weight (carry.truncate).
+# Canonical order of the known sections.
 SECTION_ORDER: tuple[KnownKind, ...] = tuple(spec.kind for spec in SECTION_TABLE)
 
 

@@ -36,8 +36,8 @@ from carryd.carry.select import (
     candidates_from_recall,
     select_memory_context,
 )
+from carryd.carry.spans import EntrySpan, line_span
 from carryd.carry.standing import standing_rules
-from carryd.carry.truncate import EntrySpan, line_span
 from carryd.index.entries import Entry, parse_entries
 from carryd.index.recall import RecallHit
 from carryd.index.redact import redact

@@ -82,12 +82,10 @@ WRITE_CARRY_LOCK_TIMEOUT = 2.0
 
 
 def budgets_from_settings(settings: Settings, *, max_chars: int | None = None) -> CarryBudgets:
-    """Given settings (and an optional smaller total: a cut of the full carry, such as the
-    SessionStart variant, where the ledger's dead ends come before standing rules), return
-    the carry's budgets."""
+    """Given settings (and an optional smaller total, such as the SessionStart variant's
+    `hooks.inline_chars`), return the carry's budgets."""
     carry = settings.carry
     return CarryBudgets(
-        dead_ends_before_rules=max_chars is not None,
         free_chars=settings.hooks.inline_chars,
         total_chars=carry.total_chars if max_chars is None else max_chars,
         ledger_chars=carry.ledger_chars,
