@@ -74,8 +74,10 @@ class Outline:
     log_entries: tuple[int, ...]  # heading indices that are log entries
 
 
-def heading_key(title: str, year: int = 0) -> tuple[int, ...] | None:
-    """Given a heading's words, return its date (y, m, d) or its number, or None."""
+def heading_key(title: str, year: int = 0, *, any_word: bool = False) -> tuple[int, ...] | None:
+    """Given a heading's words, return its date (y, m, d) or its number, or None. With
+    `any_word`, a heading that opens with any word and a number ("Attempt 12") is numbered
+    too (a ledger's log; a plan's "Option 1 / 2 / 3" are not its history)."""
     date = _DATE.search(title)
     if date is not None:
         if date.group("y"):
@@ -86,7 +88,7 @@ def heading_key(title: str, year: int = 0) -> tuple[int, ...] | None:
             key = (year, int(date.group("m3")), int(date.group("d3")))
         if 1 <= key[1] <= 12 and 1 <= key[2] <= 31:
             return key
-    numbered = _NUMBERED.search(title) or _WORD_NUMBER.match(title)
+    numbered = _NUMBERED.search(title) or (_WORD_NUMBER.match(title) if any_word else None)
     if numbered is not None:
         number = next(group for group in numbered.groups() if group)
         return (0, 0, 0, int(number))
@@ -114,7 +116,7 @@ def parse_outline(text: str, path: str = "") -> Outline:
                     block.heading_level,
                     block.line_start,
                     parent,
-                    heading_key(title, year),
+                    heading_key(title, year, any_word=True),
                 )
             )
             stack.append(len(headings) - 1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from carryd.carry.marks import item_state
 from carryd.carry.outline import parse_outline
 from carryd.carry.outline_pack import pack_outline
+from carryd.carry.plan import split_plan
 from carryd.carry.units import cause_units, reason_units, units_of
 
 PATH = "ws/handoff/LEDGER.md"
@@ -175,3 +176,10 @@ def test_an_attempt_named_before_its_outcome_is_an_attempt_in_any_language() -> 
     ):
         assert item_state(text) == "failed", text
     assert item_state("- the plan moved → see PLAN.md") == "plain"
+
+
+def test_a_plans_numbered_options_are_not_its_history() -> None:
+    plan = "# Plan\n\n## Options\n" + "".join(
+        f"\n### Option {n}\nKeep the {n}-node layout and measure p99.\n" for n in range(1, 5)
+    )
+    assert split_plan(plan).history_blocks == ()
