@@ -174,6 +174,11 @@ _STATE_PATTERNS: dict[ItemState, re.Pattern[str]] = {
 _ATTEMPT = _word_pattern(ATTEMPT_WORDS)
 _DATED = re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*[\[(]?\d{4}-\d{2}-\d{2}[\])]?:?\s*")
 _ATTEMPT_THEN = re.compile(f"(?:{_ATTEMPT.pattern})[^\n→]{{0,12}}(?:→|->|=>)", re.IGNORECASE)
+_REASON_LABEL = re.compile(
+    r"(?:(?<![\w])(?:reason|root cause|cause|causa|motivo|ursache|grund|raison)"
+    r"|原因|원인|이유|理由)\s*[:：]",
+    re.IGNORECASE,
+)
 _RULE_PATTERN = _word_pattern(tuple(w for words in RULE_WORDS.values() for w in words))
 
 
@@ -211,6 +216,8 @@ def item_state(text: str) -> ItemState:
         return "failed"
     if _ATTEMPT_THEN.search(head):
         return "failed"  # "… 라이브러리도 시도 → …", "tried X -> Y": an attempt and its outcome
+    if _REASON_LABEL.search(text):
+        return "failed"  # "… 원인: …", "Root cause: …": why something broke, kept like a dead end
     return "plain"
 
 

@@ -183,3 +183,13 @@ def test_a_plans_numbered_options_are_not_its_history() -> None:
         f"\n### Option {n}\nKeep the {n}-node layout and measure p99.\n" for n in range(1, 5)
     )
     assert split_plan(plan).history_blocks == ()
+
+
+def test_an_item_that_labels_a_cause_is_kept_like_a_dead_end() -> None:
+    for text in (
+        "- 사고 기록: 스택트레이스가 전부 난독화. 원인: CI 에서 매핑 업로드 태스크가 안 붙음.",
+        "- First gRPC test cut the stream at 5 min.\n  Reason: Envoy streamIdleTimeout default 5m.",
+        "- 缓存命中率 0%。原因：runner id 不同，缓存 key 全不一样。",
+        "- El backfill se cortó. Causa: timeout de 14 400 s en XS.",
+    ):
+        assert item_state(text) == "failed", text
