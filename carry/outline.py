@@ -30,6 +30,7 @@ _DATE = re.compile(
     r"(?P<y>(?:19|20)\d\d)[-/.年](?P<m>\d{1,2})[-/.月](?P<d>\d{1,2})"
     r"|(?<!\d)(?P<m2>\d{1,2})月(?P<d2>\d{1,2})日"
     r"|(?<![\d.])(?P<m3>\d{1,2})[-/](?P<d3>\d{1,2})(?![\d/-])"
+    r"|(?<![\d.])(?P<d4>\d{1,2})\.(?P<m4>\d{1,2})\.(?P<y4>(?:19|20)\d\d)"  # 28.11.2026
 )
 _NUMBERED = re.compile(
     r"(?i:session|sesi[oó]n|sitzung|s[ée]ance|sess[ãa]o|day|d[ií]a|tag|jour|week|semana|woche"
@@ -84,6 +85,8 @@ def heading_key(title: str, year: int = 0, *, any_word: bool = False) -> tuple[i
             key = (int(date.group("y")), int(date.group("m")), int(date.group("d")))
         elif date.group("m2"):
             key = (year, int(date.group("m2")), int(date.group("d2")))
+        elif date.group("y4"):
+            key = (int(date.group("y4")), int(date.group("m4")), int(date.group("d4")))
         else:
             key = (year, int(date.group("m3")), int(date.group("d3")))
         if 1 <= key[1] <= 12 and 1 <= key[2] <= 31:
@@ -130,6 +133,10 @@ def parse_outline(text: str, path: str = "") -> Outline:
     by_heading: dict[int | None, list[int]] = {}
     for start, _end, heading, _ in raw:
         by_heading.setdefault(heading, []).append(start)
+    dated_order = {
+        heading: _dated_order([lines[start - 1] for start in starts], year)
+        for heading, starts in by_heading.items()
+    }
     for position, (start, end, heading, kind) in enumerate(raw):
         body = "\n".join(lines[start - 1 : end]).rstrip()
         entry = _enclosing(headings, heading, entries)
@@ -138,6 +145,9 @@ def parse_outline(text: str, path: str = "") -> Outline:
         else:
             siblings = by_heading[heading]
             index = siblings.index(start)
+            order = dated_order[heading]
+            if order is not None:
+                index = order[index]  # dated items: by their dates, whichever way written
             kept_current = len(siblings) < LONG_LIST or _kind(headings, heading) in CURRENT
             recency = 1.0 if kept_current else 0.3 + 0.7 * index / (len(siblings) - 1)
             in_log = False
@@ -189,6 +199,37 @@ def from_line(outline: Outline, line: int) -> Outline:
     )
     entries = tuple(renumber[index] for index in outline.log_entries if index in renumber)
     return Outline(outline.path, headings, items, outline.lines, entries)
+
+
+DATED_ITEMS_SHARE = 0.5  # of a section's items opening with a date: ordered by their dates
+_OPENING_CHARS = 24  # a date within an item's first characters opens it
+
+
+def _dated_order(first_lines: Sequence[str], year: int) -> list[int] | None:
+    """Given the first lines of a section's items, return each item's rank by date, oldest 0,
+    when most of them (at least `LOG_MIN_ENTRIES`) open with a date and the dates run newest
+    first — an undated item goes with the dated one before it; else None (the document's
+    order, newest last, stands)."""
+    keys: list[tuple[int, ...] | None] = []
+    for line in first_lines:
+        match = _DATE.search(line[:_OPENING_CHARS])
+        keys.append(heading_key(match.group(0), year) if match else None)
+    present = [key for key in keys if key is not None]
+    if len(present) < LOG_MIN_ENTRIES or len(present) < DATED_ITEMS_SHARE * len(keys):
+        return None
+    steps = list(zip(present, present[1:], strict=False))
+    if sum(b < a for a, b in steps) <= sum(b > a for a, b in steps):
+        return None  # written oldest first (or mixed): the document's order already says it
+    previous: tuple[int, ...] = ()
+    filled = []
+    for key in keys:
+        previous = key or previous
+        filled.append(previous)
+    ranked = sorted(range(len(keys)), key=lambda i: (filled[i], i))
+    order = [0] * len(keys)
+    for rank, i in enumerate(ranked):
+        order[i] = rank
+    return order
 
 
 def _first_year(text: str) -> int:

@@ -193,3 +193,19 @@ def test_an_item_that_labels_a_cause_is_kept_like_a_dead_end() -> None:
         "- El backfill se cortó. Causa: timeout de 14 400 s en XS.",
     ):
         assert item_state(text) == "failed", text
+
+
+def test_dated_paragraphs_written_newest_first_are_read_newest_first() -> None:
+    ledger = "".join(
+        f"{day:02d}.11.2026 — Session on the export. Tried batch size {day * 10}. "
+        f"It failed because lock-{day} is held by the nightly job.\n\n"
+        for day in range(28, 8, -1)
+    )
+    outline = parse_outline(ledger, PATH)
+    assert not outline.headings and len(outline.items) == 20
+    assert outline.items[0].recency == 1.0 and outline.items[-1].recency < 0.5
+    cut = pack_outline(outline, 1_200, path=PATH)
+    assert outline.items[0].text in cut  # the newest, at the top, whole
+    # Written oldest first, the document's order stands (newest last).
+    oldest_first = parse_outline("\n\n".join(reversed(ledger.strip().split("\n\n"))) + "\n")
+    assert oldest_first.items[-1].recency == 1.0
