@@ -2,13 +2,11 @@
 files table, parse and diff the changed files' entries, and decide per file what to write.
 
 Nothing here writes the index: `plan_sync` returns a `SyncPlan` that `indexing` applies one
-transaction of whole files at a time. A model identity change is decided here too (the old
-index is copied aside first, and the user told once through the plan's notes).
+transaction of whole files at a time. A model identity change is `vector_sets`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -28,6 +26,7 @@ from carryd.daemon.indexer.scan import (
     scan_paths,
     scan_root,
 )
+from carryd.daemon.indexer.vector_sets import identity_name
 from carryd.index.entries import Entry, parse_entries
 from carryd.index.errors import EmbedderUnavailable
 from carryd.index.redact import redact
@@ -95,7 +94,7 @@ class SyncPlan:
 
     identity_key: str
     files: tuple[FileWork, ...]  # sorted by path
-    drop_other_identities: bool
+    re_embedding: bool  # the vectors go into the next set (a model change), not the serving one
     expects_vectors: bool  # entries were added, changed or left without vectors
     retokenized: bool  # a new tokenizer: record its version with the last batch
 
@@ -219,20 +218,18 @@ def plan_sync(
     embedder: Embedder | None,
     *,
     lexicon_stale: bool,
-) -> tuple[list[str], SyncPlan]:
-    """Given what changed, return notes for the user and the plan, per file: rows and postings
-    of new and changed entries, removed ids, vectors to drop and to embed (a model identity
-    change, or entries left without vectors by a degraded run, included) and the file record."""
+    re_embedding: bool = False,
+) -> SyncPlan:
+    """Given what changed (and whether the model's vectors go into the next set,
+    `vector_sets.begin_vector_set`), return the plan, per file: rows and postings of new and
+    changed entries, removed ids, vectors to drop and to embed (every entry without one of
+    this model: a model change, or entries left without vectors by a degraded run) and the
+    file record."""
     diff, old_by_id = changes.diff, changes.old_by_id
     identity_key = embedder.identity.key() if embedder is not None else ""
-    notes: list[str] = []
-    drop_other = False
     catch_up: list[EntryRow] = []
     if embedder is not None and store.meta("vectors_complete") != identity_key:
-        others = {key: n for key, n in store.vector_identities().items() if key != identity_key}
-        if others:
-            notes.append(identity_change(store, embedder, others))
-            drop_other = True
+        # Entries without a vector of this model (in the next set, while one is built).
         handled = {entry.id for entry in changes.accepted} | set(diff.removed)
         catch_up = [row for row in store.missing_vectors(identity_key) if row.id not in handled]
     parts: dict[str, dict[str, list[Any]]] = {}
@@ -274,10 +271,10 @@ def plan_sync(
         )
         for path in sorted(set(parts) | set(records) | deleted)
     )
-    return notes, SyncPlan(
+    return SyncPlan(
         identity_key=identity_key,
         files=files,
-        drop_other_identities=drop_other,
+        re_embedding=re_embedding,
         expects_vectors=bool(diff.new or diff.changed or catch_up),
         retokenized=lexicon_stale,
     )
@@ -306,32 +303,6 @@ def usable_model(
             f"at it)"
         )
     return embedder, degraded
-
-
-def identity_change(store: Store, embedder: Embedder, others: dict[str, int]) -> str:
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    backup = store.path.with_name(f"{store.path.name}.old-model-{stamp}")
-    failure = store.backup_to(backup)
-    kept = (
-        f"the old index is kept as {backup.name}"
-        if failure is None
-        else f"could not keep a copy of the old index ({failure})"
-    )
-    old = ", ".join(identity_name(key) for key in sorted(others))
-    message = (
-        f"model identity changed from {old} to {embedder.identity.name}: re-embedding every "
-        f"entry ({sum(others.values())} old vectors dropped; {kept})"
-    )
-    log.info("%s", message)  # surfaced once through the report's notes
-    return message
-
-
-def identity_name(key: str) -> str:
-    try:
-        data = json.loads(key)
-    except ValueError:
-        return key
-    return f"{data.get('name')} ({data.get('file')}, {data.get('dim')}-d)"
 
 
 def relative_paths(root: Path, paths: Iterable[str]) -> list[str]:

@@ -29,6 +29,7 @@ from carryd.daemon.errors import ConfigError
 from carryd.daemon.indexer.calibrating import stored_calibration
 from carryd.daemon.indexer.model import load_embedder_for, model_cache_dir, model_identity_text
 from carryd.daemon.indexer.model_fetch import guard_for, local_clock
+from carryd.daemon.indexer.vector_sets import re_embedding_progress, re_embedding_text
 from carryd.daemon.layout import carry_report, list_workspaces
 from carryd.daemon.state import (
     pid_alive,
@@ -109,6 +110,16 @@ def index_calibration(settings: Settings) -> dict[str, Any] | None:
     }
 
 
+def index_re_embedding(settings: Settings) -> dict[str, object] | None:
+    """Given settings, return how far a model change's re-embedding is, or None (none)."""
+    from carryd.index.store import Store, diagnose
+
+    if not settings.db_path.exists() or diagnose(settings.db_path) is not None:
+        return None
+    with Store.open(settings.db_path) as store:
+        return re_embedding_progress(store)
+
+
 def status_report(settings: Settings, *, now: float | None = None) -> dict[str, Any]:
     """Given settings, return the whole status (the JSON `carryd status --json` prints)."""
     if not settings.root_path.is_dir():
@@ -129,8 +140,9 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
             daemon["index_error"] = f"{type(error).__name__}: {error}"
     try:
         calibration = index_calibration(settings)
+        re_embedding = index_re_embedding(settings)
     except Exception:  # noqa: BLE001 — status reports a broken index once, above
-        calibration = None
+        calibration = re_embedding = None
     checked = (recorded or {}).get("carries_checked") or {}
     carries = [
         carry_report(settings, workspace, checked_at=checked.get(workspace), now=now)
@@ -142,13 +154,15 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
     return {
         "healthy": not problems,
         "problems": problems,
-        "next": _next_steps(settings, daemon, counts, indexing, carries),
+        "next": _next_steps(settings, daemon, counts, indexing, carries)
+        + ([] if re_embedding is None or daemon["running"] else [_finish(settings)]),
         "root": str(settings.root_path),
         "daemon": daemon,
         "model": model,
         "indexing": indexing,
         "counts": counts,
         "calibration": calibration,
+        "re_embedding": re_embedding,
         "skipped": read_skipped(settings),
         "last_sync": (recorded or {}).get("last_sync"),
         "last_verify": (recorded or {}).get("last_verify"),
@@ -277,6 +291,13 @@ def _indexing_text(indexing: dict[str, Any]) -> str:
     return f"an index run (pid {indexing.get('pid')}) stopped before finishing: {counts}"
 
 
+def _finish(settings: Settings) -> str:
+    return (
+        f"`carryd index --root {settings.root_path}` finishes the re-embedding (it resumes "
+        "where it stopped)"
+    )
+
+
 def _next_steps(
     settings: Settings,
     daemon: dict[str, Any],
@@ -402,6 +423,8 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
         lines.append(f"skipped: {item.get('path')}: {item.get('reason')}")
     if len(skipped) > SKIPPED_SHOWN:
         lines.append(f"skipped: {len(skipped) - SKIPPED_SHOWN} more (`carryd status --json`)")
+    if report.get("re_embedding"):
+        lines.append(re_embedding_text(report["re_embedding"]))
     calibration = report.get("calibration")
     if calibration:
         lines.append(
