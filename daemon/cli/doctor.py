@@ -92,9 +92,13 @@ def _index(settings: Settings) -> Iterator[Check]:
         with Store.open(settings.db_path) as store:
             own = store.vector_identities().get(embedder.identity.key(), 0)
         if own < entries:
-            yield "warn", "index", (
-                f"{detail}; {entries - own} entries have no vector of the configured model: "
-                f"`carryd index --root {settings.root_path}` embeds them"
+            yield (
+                "warn",
+                "index",
+                (
+                    f"{detail}; {entries - own} entries have no vector of the configured model: "
+                    f"`carryd index --root {settings.root_path}` embeds them"
+                ),
             )
             return
     yield "ok", "index", detail
@@ -111,9 +115,13 @@ def _headings(settings: Settings) -> Iterator[Check]:
         names = manifest.get("unrecognised_sections") if isinstance(manifest, dict) else None
         if names:
             quoted = ", ".join(f"'{name}'" for name in names)
-            yield "warn", f"headings {workspace}", (
-                f"the ledger's {quoted} is not a section carryd knows; it is carried last "
-                f"(rename it, or add the name under [carry.sections] in the config)"
+            yield (
+                "warn",
+                f"headings {workspace}",
+                (
+                    f"the ledger's {quoted} is not a section carryd knows; it is carried last "
+                    f"(rename it, or add the name under [carry.sections] in the config)"
+                ),
             )
 
 
@@ -131,9 +139,13 @@ def _hooks(settings: Settings, host: Host) -> Check:
     roots = {_root_of(command) for command in commands}
     wrong = sorted(str(root) for root in roots if root is not None and not _same(root, settings))
     if wrong:
-        return "FAIL", f"hooks {host}", (
-            f"{path}: the hooks name root {', '.join(wrong)}, not {settings.root_path}: "
-            f"`carryd setup {host} --root {settings.root_path}` points them here"
+        return (
+            "FAIL",
+            f"hooks {host}",
+            (
+                f"{path}: the hooks name root {', '.join(wrong)}, not {settings.root_path}: "
+                f"`carryd setup {host} --root {settings.root_path}` points them here"
+            ),
         )
     named = "the configured root" if roots == {None} else str(settings.root_path)
     return "ok", f"hooks {host}", f"{len(commands)} hooks in {path}, for {named}"
@@ -172,7 +184,11 @@ def _service(settings: Settings) -> Check:
     daemon = f"daemon running (pid {recorded.get('pid')})" if running else "no daemon running"
     if plan.path.exists():
         return "ok", "service", f"{plan.name} installed ({plan.path}); {daemon}"
-    return "warn", "service", (
-        f"not installed; {daemon} (`carryd service install --root {settings.root_path}` keeps "
-        f"index and carries fresh, or run `carryd run` yourself)"
+    return (
+        "warn",
+        "service",
+        (
+            f"not installed; {daemon} (`carryd service install --root {settings.root_path}` keeps "
+            f"index and carries fresh, or run `carryd run` yourself)"
+        ),
     )

@@ -65,7 +65,7 @@ from carryd.daemon.indexer.sync_planning import (
     read_changes,
     usable_model,
 )
-from carryd.daemon.indexer.sync_progress import SyncProgress
+from carryd.daemon.indexer.sync_progress import PhaseCallback, SyncProgress
 from carryd.daemon.indexer.vector_sets import begin_vector_set, finish_vector_set
 from carryd.daemon.layout import open_store as open_store
 from carryd.index.embed import Embedder
@@ -135,7 +135,7 @@ def sync_root(
     embedder: Embedder | None | LoadModel = LOAD,
     paths: Iterable[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
-    parse_progress: Callable[[int, int], None] | None = None,
+    phase_progress: PhaseCallback | None = None,
 ) -> SyncReport:
     """Given the settings (and optionally an open store, an embedder or None for none, the
     relative paths that changed, and `progress(embedded so far, total to embed)`, called once
@@ -152,7 +152,7 @@ def sync_root(
         model = embedder
         if model is None:
             degraded = "no embedding model was given"
-    tracker = SyncProgress(settings, progress, parse_progress)
+    tracker = SyncProgress(settings, progress, phase_progress)
     with index_lock(settings):
         own_store = store is None
         active = open_store(settings) if store is None else store
@@ -252,11 +252,13 @@ def _sync(
     if lexicon_stale and store.counts()["entries"]:  # postings need the text: re-read it all
         log.info("tokenizer version changed: recomputing every entry's postings")
         paths = None
-    work = read_changes(settings, store, paths, lexicon_stale=lexicon_stale)
+    work = read_changes(
+        settings, store, paths, lexicon_stale=lexicon_stale, on_read=tracker.of("reading")
+    )
     embedder, degraded = usable_model(store, embedder, degraded)  # never drops vectors for it
     vector_set = begin_vector_set(settings, store, embedder)
     changes = entry_changes(
-        store, work, embedder, lexicon_stale=lexicon_stale, on_parsed=tracker.parsed
+        store, work, embedder, lexicon_stale=lexicon_stale, on_parsed=tracker.of("parsing")
     )
     sync_plan = plan_sync(
         store,
@@ -265,6 +267,7 @@ def _sync(
         embedder,
         lexicon_stale=lexicon_stale,
         re_embedding=vector_set.re_embedding,
+        on_tokenized=tracker.of("indexing terms"),
     )
     applied = _apply_sync(settings, store, sync_plan, embedder, degraded, tracker)
     notes = vector_set.notes

@@ -50,6 +50,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Files read, or entries tokenised, between two progress calls (each costs microseconds to
+# milliseconds: a call per item would cost more than the display is worth).
+PROGRESS_EVERY = 16
+
 
 @dataclass
 class Work:
@@ -104,10 +108,16 @@ class SyncPlan:
 
 
 def read_changes(
-    settings: Settings, store: Store, paths: Iterable[str] | None, *, lexicon_stale: bool
+    settings: Settings,
+    store: Store,
+    paths: Iterable[str] | None,
+    *,
+    lexicon_stale: bool,
+    on_read: Callable[[int, int], None] | None = None,
 ) -> Work:
     """Given the paths that changed (None: all), return what is on disk against the files
-    table: the texts to parse, the file records to write and the files gone."""
+    table: the texts to parse, the file records to write and the files gone;
+    `on_read(done, total)` now and then while files are read."""
     root = settings.root_path
     now_ns = time.time_ns()
     work = Work()
@@ -117,7 +127,9 @@ def read_changes(
     to_read = sorted(scan.files) if lexicon_stale else file_plan.to_read
     kept = set() if lexicon_stale else set(file_plan.unchanged)
     work.unchanged = len(kept)
-    for path in to_read:
+    for number, path in enumerate(to_read):
+        if on_read is not None and number % PROGRESS_EVERY == 0:
+            on_read(number, len(to_read))
         content = read_markdown(
             root,
             path,
@@ -141,6 +153,8 @@ def read_changes(
         if not same_stat or stat_trusted(fresh, FileStat(fresh.size, fresh.mtime_ns)):
             work.file_rows.append(fresh)
     work.deleted_files = sorted(path for path in indexed if path not in kept)
+    if on_read is not None and to_read:
+        on_read(len(to_read), len(to_read))
     return work
 
 
@@ -219,12 +233,13 @@ def plan_sync(
     *,
     lexicon_stale: bool,
     re_embedding: bool = False,
+    on_tokenized: Callable[[int, int], None] | None = None,
 ) -> SyncPlan:
     """Given what changed (and whether the model's vectors go into the next set,
     `vector_sets.begin_vector_set`), return the plan, per file: rows and postings of new and
     changed entries, removed ids, vectors to drop and to embed (every entry without one of
     this model: a model change, or entries left without vectors by a degraded run) and the
-    file record."""
+    file record; `on_tokenized(done, total)` now and then while entries are tokenised."""
     diff, old_by_id = changes.diff, changes.old_by_id
     identity_key = embedder.identity.key() if embedder is not None else ""
     catch_up: list[EntryRow] = []
@@ -238,10 +253,14 @@ def plan_sync(
         return parts.setdefault(path, {}).setdefault(kind, [])
 
     doc_lengths: dict[str, int] = {}
-    for entry in diff.retokenize:
+    for number, entry in enumerate(diff.retokenize):
+        if on_tokenized is not None and number % PROGRESS_EVERY == 0:
+            on_tokenized(number, len(diff.retokenize))
         counts = Counter(terms(redact(entry.text)))
         doc_lengths[entry.id] = sum(counts.values())
         part(entry.path, "postings").append((entry.id, dict(counts)))
+    if on_tokenized is not None and diff.retokenize:
+        on_tokenized(len(diff.retokenize), len(diff.retokenize))
     rewritten = {entry.id: entry for entry in diff.new + diff.changed + diff.retokenize}
     for entry in rewritten.values():
         old = old_by_id.get(entry.id)

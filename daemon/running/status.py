@@ -81,20 +81,24 @@ def index_counts(settings: Settings) -> dict[str, int] | None:
         return dict(store.counts())
 
 
-def index_calibration(settings: Settings) -> dict[str, Any] | None:
-    """Given settings, return the semantic calibration the index stores (source, pairs,
-    floor, ceiling, …, and whether it is the current model's), or None when there is none.
-    Reads one meta row; never loads the model (its identity is resolved from its files)."""
+def index_calibration(
+    settings: Settings,
+) -> tuple[dict[str, Any] | None, dict[str, object] | None]:
+    """Given settings, return (the semantic calibration the index stores: source, pairs,
+    floor, ceiling, …, and whether it is the current model's; how far a model change's
+    re-embedding is), each None when there is none. Reads a few meta rows in one open of the
+    index; never loads the model (its identity is resolved from its files)."""
     if not settings.db_path.exists():
-        return None
+        return None, None
     from carryd.index.store import Store, diagnose
 
     if diagnose(settings.db_path) is not None:
-        return None  # index_counts reports it
+        return None, None  # index_counts reports it
     with Store.open(settings.db_path) as store:
         stored = stored_calibration(store)
+        re_embedding = re_embedding_progress(store)
     if stored is None:
-        return None
+        return None, re_embedding
     embedder, _ = load_embedder_for(settings, lazy=True)
     calibration = stored.calibration
     return {
@@ -107,17 +111,7 @@ def index_calibration(settings: Settings) -> dict[str, Any] | None:
         "reads_chinese": calibration.multilingual,
         "current_model": embedder is not None and embedder.identity.key() == stored.identity,
         "summary": stored.summary(),
-    }
-
-
-def index_re_embedding(settings: Settings) -> dict[str, object] | None:
-    """Given settings, return how far a model change's re-embedding is, or None (none)."""
-    from carryd.index.store import Store, diagnose
-
-    if not settings.db_path.exists() or diagnose(settings.db_path) is not None:
-        return None
-    with Store.open(settings.db_path) as store:
-        return re_embedding_progress(store)
+    }, re_embedding
 
 
 def status_report(settings: Settings, *, now: float | None = None) -> dict[str, Any]:
@@ -139,8 +133,7 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
             counts = None
             daemon["index_error"] = f"{type(error).__name__}: {error}"
     try:
-        calibration = index_calibration(settings)
-        re_embedding = index_re_embedding(settings)
+        calibration, re_embedding = index_calibration(settings)
     except Exception:  # noqa: BLE001 — status reports a broken index once, above
         calibration = re_embedding = None
     checked = (recorded or {}).get("carries_checked") or {}
