@@ -22,6 +22,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from carryd.daemon.indexer.calibrating import measured_calibration
 from carryd.daemon.indexer.model import model_spec
 from carryd.index.store import Batch
 
@@ -51,6 +52,8 @@ def begin_vector_set(settings: Settings, store: Store, embedder: Embedder | None
         return VectorSetStart()
     key = embedder.identity.key()
     next_identity = store.next_identity()
+    if not next_identity and store.meta("vectors_complete") == key:
+        return VectorSetStart()  # an edit's sync: the serving set is this model's (two reads)
     others = {other: n for other, n in store.vector_identities().items() if other != key}
     if not others:
         if next_identity == key:
@@ -98,7 +101,11 @@ def finish_vector_set(
         return ()  # not complete yet: the next sync goes on
     old = ", ".join(identity_name(other) for other in sorted(store.vector_identities()))
     spec = store.meta(NEXT_SPEC_KEY) or ""
-    store.apply(Batch(swap_next=True, meta=((SPEC_KEY, spec), (NEXT_SPEC_KEY, ""))))
+    # The new model's calibration, measured on the complete new set, lands with it: no recall
+    # reads the new vectors with the old model's calibration, or none.
+    measured = measured_calibration(store, embedder, store.counts()["entries"])
+    calibration = measured[1] if measured is not None else ()
+    store.apply(Batch(swap_next=True, meta=((SPEC_KEY, spec), (NEXT_SPEC_KEY, ""), *calibration)))
     note = (
         f"re-embedding for model {embedder.identity.name} complete: its vectors now answer "
         f"recall ({old} dropped)"

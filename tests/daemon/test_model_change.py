@@ -228,3 +228,29 @@ def test_an_edit_during_the_re_embedding_is_embedded_for_the_new_model(
         assert store.next_identity() == ""
         assert store.vector_identities() == {new_key: entries}
         assert store.missing_vectors(new_key) == []
+
+
+def test_with_the_old_model_gone_the_new_set_answers_for_what_it_has(
+    root: Path, total: int, model_dir: Path, second_model: Path, tmp_path: Path
+):
+    """The old set can only be searched with the old model's query vectors (another model's
+    are in another space, whatever their dimension): when its folder is gone, recall searches
+    the part of the new set that is done, and lexically the rest, until the swap."""
+    moved = tmp_path / "old-model"
+    shutil.copytree(model_dir, moved)
+    old, new = settings_for(root, moved), settings_for(root, second_model)
+    index = old.db_path
+    shutil.rmtree(root / ".carryd")
+    assert sync_root(old).embedded == total
+    interrupted_sync(new)
+    with Store.open(index) as store:
+        done = store.vector_count(identity_key(new))
+    shutil.rmtree(moved)
+    during = LocalRecall(new)
+    answered = answer(during)
+    assert answered.degraded is None
+    assert served_model(during) == identity_key(new)
+    snapshot, _, _ = during.recaller().warm.served()
+    assert snapshot.matrix is not None and snapshot.matrix.shape[0] == done
+    during.close()
+    assert f"{done}/{total}" in render_text(status_report(new), now=0)

@@ -17,8 +17,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from carryd.daemon.config import load_settings
+from carryd.daemon.control import request
 
-from tests.fault.helpers import cli, start_cli, wait_for
+from tests.fault.helpers import Daemon, cli, start_cli, wait_for
 from tests.testmodel import build_second_model
 
 pytestmark = pytest.mark.fault
@@ -61,10 +63,8 @@ def config(tmp_path: Path, name: str, model: Path) -> Path:
     return path
 
 
-def test_a_killed_re_embedding_keeps_the_old_set_serving_and_resumes(
-    tmp_path: Path, model_dir: Path
-) -> None:
-    root = tmp_path / "root"
+def write_root(root: Path, files: int = FILES) -> int:
+    """Given a folder, write `files` notes of distinct entries there; return the entry count."""
     vocabulary = sorted(
         {
             word.lower()
@@ -72,11 +72,18 @@ def test_a_killed_re_embedding_keeps_the_old_set_serving_and_resumes(
             for word in re.findall(r"[A-Za-z]{4,}", source.read_text(encoding="utf-8"))
         }
     )
-    for number in range(FILES):
+    for number in range(files):
         path = root / ("proj" if number % 2 else "ops") / f"notes-{number:02d}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(notes(number, vocabulary), encoding="utf-8")
-    total = FILES * SECTIONS
+    return files * SECTIONS
+
+
+def test_a_killed_re_embedding_keeps_the_old_set_serving_and_resumes(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    root = tmp_path / "root"
+    total = write_root(root)
     db = root / ".carryd" / "index.sqlite"
     old = config(tmp_path, "old", model_dir)
     new = config(tmp_path, "new", build_second_model(tmp_path / "second-model"))
@@ -119,3 +126,50 @@ def test_a_killed_re_embedding_keeps_the_old_set_serving_and_resumes(
     assert "re-embedding" not in cli(root, "status", "--config", str(new)).stdout
     verify = cli(root, "verify", "--json", "--config", str(new))
     assert verify.returncode == 0 and json.loads(verify.stdout)["ok"], verify.stdout
+
+
+def test_the_daemon_answers_from_the_old_set_while_it_re_embeds_then_swaps(
+    tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon started with a new model: its start-up reconcile re-embeds (in a child
+    process: over `CHILD_EMBEDDINGS`) while its warm recall answers from the old set, and the
+    same warm recall follows the swap."""
+    root = tmp_path / "root"
+    total = write_root(root, files=60)  # 1,200 entries
+    db = root / ".carryd" / "index.sqlite"
+    monkeypatch.setenv("CARRYD_MODEL_PATH", str(model_dir))
+    assert cli(root, "index").returncode == 0
+    [old_key] = vector_counts(db)[0]
+    heading = (root / "proj" / "notes-07.md").read_text(encoding="utf-8").splitlines()[0][3:]
+    params = {"query": heading, "min_confidence": 0, "workspace": None, "limit": None}
+    before = json.loads(cli(root, "recall", heading, "--json", "--min-confidence", "0").stdout)
+    assert any(hit["arms"]["semantic"] for hit in before["hits"]), before
+
+    monkeypatch.setenv("CARRYD_MODEL_PATH", str(build_second_model(tmp_path / "second")))
+    settings = load_settings(None, root=str(root))
+    daemon = Daemon(root, tmp_path / "daemon.log")
+    try:
+        daemon.wait_ready()
+        wait_for(lambda: vector_counts(db)[1] > 0, 180, "the new vector set's first batch")
+        during = request(settings, "recall", params, timeout=60)
+        serving, pending = vector_counts(db)
+        if not pending:
+            pytest.fail("the re-embedding finished before recall was asked; make the root larger")
+        assert serving == {old_key: total}  # still mid-way after the answer: the old set's
+        assert during is not None and during["degraded"] is None
+        assert during["hits"] == before["hits"]
+
+        wait_for(lambda: old_key not in vector_counts(db)[0], 300, "the swap")
+        serving, pending = vector_counts(db)
+        assert pending == 0 and list(serving.values()) == [total]
+        after = wait_for(
+            lambda: request(settings, "recall", params, timeout=60), 60, "an answer after it"
+        )
+        assert after["degraded"] is None
+        # The daemon's warm recall now answers as a fresh in-process one with the new model.
+        daemon.stop()
+        fresh = json.loads(cli(root, "recall", heading, "--json", "--min-confidence", "0").stdout)
+        assert after["hits"] == fresh["hits"]
+        assert "re-embedding for model" in daemon.text() and "complete" in daemon.text()
+    finally:
+        daemon.ensure_dead()
