@@ -59,7 +59,8 @@ def begin_vector_set(settings: Settings, store: Store, embedder: Embedder | None
         if next_identity == key:
             # Nothing left to serve (every old vector went with its entry): what is done of
             # the new set becomes the serving set, and the sync embeds the rest there.
-            store.apply(Batch(swap_next=True, vectors_complete=""))
+            moved = ((SPEC_KEY, store.meta(NEXT_SPEC_KEY) or ""), (NEXT_SPEC_KEY, ""))
+            store.apply(Batch(swap_next=True, vectors_complete="", meta=moved))
         elif next_identity:
             store.apply(Batch(next_identity=""))  # the model changed back: its set goes
             log.info("dropped the unfinished vector set of %s", identity_name(next_identity))
