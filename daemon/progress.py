@@ -8,6 +8,11 @@ a minute, and silence looks like a hang (issue 11, "the first hour").
 - when stderr is not a terminal (a log, a pipe, CI), a plain line now and then: at the start,
   every `LINE_EVERY` seconds and at the end, never a carriage-return animation;
 - nothing with `--json` (a program reads the output) or when there is nothing to do.
+
+`SyncDisplay` shows a whole sync that way, phase by phase (reading, parsing, indexing terms,
+writing, embedding): a cold index without a model spends seconds in each of the first four,
+and none of them may be a silent stretch. A phase below its size floor (`PHASE_FLOORS`) is
+over in a blink and shows nothing, so an edit's sync stays quiet.
 """
 
 from __future__ import annotations
@@ -88,6 +93,52 @@ class Progress:
             self._bar = None
 
     def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# Below this much work a phase shows nothing (it is over in well under a second). The
+# embedding is shown from the first entry: each one costs milliseconds.
+PHASE_FLOORS = {"reading": 100, "parsing": 100, "indexing terms": 1000, "writing": 100}
+PHASE_UNITS = {
+    "reading": "files",
+    "parsing": "files",
+    "indexing terms": "entries",
+    "embedding": "entries",
+}
+
+
+class SyncDisplay:
+    """`sync_root`'s callbacks shown as `Progress` per phase: `phase(name, done, total)` for
+    the phases before the embedding, `embedding(done, total)` for it; close() when done."""
+
+    def __init__(self, *, mode: ProgressMode, stream: IO[str] | None = None) -> None:
+        self.mode = mode
+        self._stream = stream
+        self._shown: dict[str, Progress] = {}
+
+    def phase(self, name: str, done: int, total: int) -> None:
+        if total < PHASE_FLOORS.get(name, 0):
+            return
+        shown = self._shown.get(name)
+        if shown is None:
+            for other in self._shown.values():
+                other.close()  # one bar at a time: the earlier phase is over
+            shown = self._shown[name] = Progress(
+                name, mode=self.mode, unit=PHASE_UNITS.get(name, "files"), stream=self._stream
+            )
+        shown(done, total)
+
+    def embedding(self, done: int, total: int) -> None:
+        self.phase("embedding", done, total)
+
+    def close(self) -> None:
+        for shown in self._shown.values():
+            shown.close()
+
+    def __enter__(self) -> SyncDisplay:
         return self
 
     def __exit__(self, *exc: object) -> None:

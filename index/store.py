@@ -6,7 +6,9 @@
              whose vectors are complete;
 - `files`    path, size, mtime_ns, sha256, synced_ns: lets an unchanged file be skipped unread;
 - `entries`  every `EntryRow` field (metadata + L0, never the memory text);
-- `vectors`  entry id, the L0 hash it embeds, the model identity key, a float32 blob;
+- `vectors`  entry id, the L0 hash it embeds, the model identity key, a float32 blob: the
+             serving vector set (`next_vectors`, the same shape: the set a model change
+             builds beside it until it is complete, `store_vectors.py`);
 - `postings` the lexical index: (term, entry_id, tf), keyed by term; `entries.doc_len` is the
              BM25 document length.
 
@@ -22,18 +24,18 @@ in one transaction per `Batch`; reads use a second connection (SQLite is built s
 
 The module is split by concept: `store_file.py` opens the file (schema, diagnosis, moving aside,
 permissions, error causes), `store_write.py` applies a `Batch` and keeps the change log, and
-this module holds `Store` with its read queries. Every public name stays importable from here.
+`store_vectors.py` reads the vector sets, and this module holds `Store` with its other read
+queries. Every public name stays importable from here.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from carryd.index.errors import IndexCorrupt, IndexUnavailable
 from carryd.index.store_file import (
@@ -52,7 +54,8 @@ from carryd.index.store_file import (
     sqlite_code,
     unavailable_error,
 )
-from carryd.index.store_verify import VectorIssue, vector_issues_of
+from carryd.index.store_vectors import VectorReads
+from carryd.index.store_verify import VectorIssue
 from carryd.index.store_write import (
     LARGE_BATCH_CACHE_KIB,
     LARGE_BATCH_ROWS,
@@ -60,11 +63,9 @@ from carryd.index.store_write import (
     commit_batch,
     counts_after,
     create_change_log,
+    create_next_vectors,
 )
 from carryd.index.sync import EntryRow, FileRecord
-
-if TYPE_CHECKING:
-    import numpy as np
 
 __all__ = [
     "Batch",
@@ -88,7 +89,7 @@ log = logging.getLogger(__name__)
 _LIVE: dict[str, int] = {}
 
 
-class Store:
+class Store(VectorReads):
     """The index database. Open with `Store.open(path)`; use as a context manager."""
 
     def __init__(
@@ -206,29 +207,6 @@ class Store:
         )
         return {row[0]: entry_row(row) for row in rows}
 
-    def vectors(self, identity_key: str) -> tuple[list[str], np.ndarray]:
-        """Given a model identity key, return (entry ids, float32 [n, dim]) of its vectors."""
-        import numpy as np
-
-        # Insertion (rowid) order: one pass over the identity index and no sort, ~20 ms for
-        # 10,000 x 384 where ORDER BY entry_id takes ~100 ms.
-        rows = self._query(
-            "SELECT entry_id, vector FROM vectors WHERE identity = ? ORDER BY rowid",
-            (identity_key,),
-        )
-        lengths = {len(blob) for _, blob in rows}
-        if len(lengths) > 1:
-            # Only after tampering: keep the vectors of the dominant width, drop the rest.
-            widths = [len(blob) for _, blob in rows]
-            width = max(lengths, key=widths.count)
-            log.warning("index has vectors of %d widths; using %d-byte ones", len(lengths), width)
-            rows = [row for row in rows if len(row[1]) == width]
-        ids = [entry_id for entry_id, _ in rows]
-        if not rows:
-            return ids, np.zeros((0, _dim_of(identity_key)), dtype=np.float32)
-        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
-        return ids, matrix.reshape(len(rows), -1)
-
     def postings(self, terms: Iterable[str]) -> dict[str, dict[str, int]]:
         """Given terms, return term -> {entry id: term frequency} (absent terms omitted)."""
         result: dict[str, dict[str, int]] = {}
@@ -275,22 +253,6 @@ class Store:
     def raw_entry_rows(self) -> dict[str, tuple[Any, ...]]:
         """Return id -> the entry's row exactly as stored (`ENTRY_COLUMNS` order)."""
         return {row[0]: tuple(row) for row in self._query(f"SELECT {ENTRY_COLUMNS} FROM entries")}
-
-    def vector_keys(self, identity_key: str) -> dict[str, str]:
-        """Given a model identity, return id -> the L0 hash of every vector of it."""
-        rows = self._query(
-            "SELECT entry_id, l0_hash FROM vectors WHERE identity = ?", (identity_key,)
-        )
-        return dict(rows)
-
-    def vector_blobs(self, identity_key: str, ids: Iterable[str]) -> list[tuple[str, str, bytes]]:
-        """Given an identity and entry ids, return (id, L0 hash, float32 blob) of their vectors."""
-        # "+identity": look the ids up by primary key; the identity index matches every row.
-        return self._query(
-            "SELECT entry_id, l0_hash, vector FROM vectors WHERE +identity = ? "
-            f"AND entry_id IN {IDS_IN}",
-            (identity_key, ids_json(ids)),
-        )
 
     # -- the change log: what a warm reader refreshes from -----------------------------------
     # Triggers on `entries` and `vectors` stamp every id a commit touches with the generation
@@ -350,6 +312,7 @@ class Store:
         if self._change_log_ready is self._write:
             return
         create_change_log(self._write)
+        create_next_vectors(self._write)
         self._change_log_ready = self._write
 
     # The write connection the log is known to exist for (`recover` swaps the connection).
@@ -393,43 +356,6 @@ class Store:
         """Given entry ids, return id -> path of the file that holds each existing one."""
         rows = self._query(f"SELECT id, path FROM entries WHERE id IN {IDS_IN}", (ids_json(ids),))
         return {entry_id: path for entry_id, path in rows}
-
-    def vector_hashes(self, identity_key: str, ids: Iterable[str]) -> dict[str, str]:
-        """Given an identity and entry ids, return id -> L0 hash of their vectors of it."""
-        rows = self._query(
-            # "+identity": look ids up by primary key; the identity index matches every row.
-            f"SELECT entry_id, l0_hash FROM vectors WHERE +identity = ? AND entry_id IN {IDS_IN}",
-            (identity_key, ids_json(ids)),
-        )
-        return {entry_id: l0_hash for entry_id, l0_hash in rows}
-
-    def missing_vectors(self, identity_key: str) -> list[EntryRow]:
-        """Given an identity, return the entries without a vector of it for their current L0."""
-        rows = self._query(
-            f"SELECT {', '.join('e.' + c for c in ENTRY_COLUMNS.split(', '))} FROM entries e "
-            "LEFT JOIN vectors v ON v.entry_id = e.id AND v.identity = ? AND v.l0_hash = e.l0_hash "
-            "WHERE v.entry_id IS NULL ORDER BY e.path, e.line_start",
-            (identity_key,),
-        )
-        return [entry_row(row) for row in rows]
-
-    def vector_identities(self) -> dict[str, int]:
-        """Return identity key -> number of vectors stored with it."""
-        rows = self._query("SELECT identity, count(*) FROM vectors GROUP BY identity")
-        return {identity: count for identity, count in rows}
-
-    def vector_issues(self, identity_key: str | None, dim: int | None) -> list[VectorIssue]:
-        """Given the current identity and dim (None: unknown), return every vector that does not
-        fit: no entry, another identity, another width, or an L0 hash that is not the entry's.
-
-        Only `verify` asks, when damage made outside carryd is suspected: such damage moves
-        no generation, so the counts kept since the last scan are dropped (counted again)."""
-        self._counts = None
-        rows = self._query(
-            "SELECT v.entry_id, e.path, v.identity, length(v.vector), v.l0_hash, e.l0_hash "
-            "FROM vectors v LEFT JOIN entries e ON e.id = v.entry_id ORDER BY v.entry_id"
-        )
-        return vector_issues_of(rows, identity_key, dim)
 
     def postings_lengths(self) -> dict[str, int]:
         """Return entry id -> sum of its postings' term frequencies (for verify)."""
@@ -490,11 +416,3 @@ class Store:
 
 
 _GENERATION = "(SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation')"
-
-
-def _dim_of(identity_key: str) -> int:
-    try:
-        dim = json.loads(identity_key).get("dim", 0)
-    except (ValueError, AttributeError):
-        return 0
-    return dim if isinstance(dim, int) else 0

@@ -50,6 +50,20 @@ CHANGE_LOG = (
     + _log_trigger("vectors", "DELETE", ("OLD.entry_id",))
 )
 
+# The next vector set (a model change re-embedding every entry): the vectors of the model
+# meta `next_identity` names, written beside the serving set (`vectors`) until it has one for
+# every entry, then swapped in whole (`Batch.swap_next`). Additive like the change log: an
+# index made before it gets the table on its first write.
+NEXT_VECTORS = (
+    "CREATE TABLE IF NOT EXISTS next_vectors (\n"
+    "    entry_id TEXT PRIMARY KEY, l0_hash TEXT NOT NULL, identity TEXT NOT NULL,\n"
+    "    vector BLOB NOT NULL\n"
+    ");\n"
+    + _log_trigger("next_vectors", "INSERT", ("NEW.entry_id",))
+    + _log_trigger("next_vectors", "UPDATE", ("OLD.entry_id", "NEW.entry_id"))
+    + _log_trigger("next_vectors", "DELETE", ("OLD.entry_id",))
+)
+
 
 @dataclass(frozen=True)
 class Batch:
@@ -59,7 +73,7 @@ class Batch:
     delete_entries: tuple[str, ...] = ()  # ids; their postings and vectors go too
     # (entry id, {term: tf}): replaces that entry's postings
     postings: tuple[tuple[str, Mapping[str, int]], ...] = ()
-    identity: str = ""  # the identity key of `vectors`
+    identity: str = ""  # the identity key of `vectors` (those of the next set's go there)
     vectors: tuple[tuple[str, str, bytes], ...] = ()  # (entry id, l0 hash, float32 bytes)
     drop_vectors: tuple[str, ...] = ()  # entry ids whose vector no longer matches their L0
     drop_other_identities: bool = False  # a model identity change: vectors of others go
@@ -67,6 +81,10 @@ class Batch:
     delete_files: tuple[str, ...] = ()
     vectors_complete: str | None = None  # meta: identity with a vector for every entry
     meta: tuple[tuple[str, str], ...] = ()  # other meta keys to set
+    # The next vector set: None leaves it; "" drops it; an identity key starts it (rows of
+    # any other identity in it go) or goes on with it. Applied before `vectors` are written.
+    next_identity: str | None = None
+    swap_next: bool = False  # the next set is complete: it replaces the serving set whole
 
 
 def create_change_log(connection: sqlite3.Connection) -> None:
@@ -96,8 +114,66 @@ def create_change_log(connection: sqlite3.Connection) -> None:
         raise
 
 
+def create_next_vectors(connection: sqlite3.Connection) -> None:
+    """Given the write connection, create the next vector set's table when absent."""
+    exists = connection.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'next_vectors'"
+    ).fetchone()
+    if exists:
+        return
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in NEXT_VECTORS.split(";\n"):
+            if statement.strip():
+                connection.execute(statement)
+        connection.execute("COMMIT")
+    except BaseException:
+        rollback(connection)
+        raise
+
+
+def next_identity_in(connection: sqlite3.Connection) -> str:
+    """Given a connection, return the identity key of the next vector set ("" when none)."""
+    row = connection.execute("SELECT value FROM meta WHERE key = 'next_identity'").fetchone()
+    return str(row[0]) if row else ""
+
+
+def vectors_table(batch: Batch, next_identity: str) -> str:
+    """Given a batch and the next set's identity, return the table its vectors go to."""
+    return "next_vectors" if next_identity and batch.identity == next_identity else "vectors"
+
+
+def _apply_next_set(connection: sqlite3.Connection, batch: Batch) -> str:
+    """Start, drop or swap in the next vector set as `batch` says; return its identity now."""
+    if batch.next_identity is not None:
+        connection.execute("DELETE FROM next_vectors WHERE identity != ?", (batch.next_identity,))
+        connection.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('next_identity', ?)",
+            (batch.next_identity,),
+        )
+    next_identity = next_identity_in(connection)
+    if batch.swap_next and next_identity:
+        connection.execute("DELETE FROM vectors")
+        connection.execute(
+            "INSERT INTO vectors (entry_id, l0_hash, identity, vector) "
+            "SELECT entry_id, l0_hash, identity, vector FROM next_vectors"
+        )
+        connection.execute("DELETE FROM next_vectors")
+        connection.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            [("vectors_complete", next_identity), ("next_identity", "")],
+        )
+        next_identity = ""
+    return next_identity
+
+
 def apply_batch(connection: sqlite3.Connection, batch: Batch) -> None:
     """Given the write connection inside a transaction, write every change of `batch`."""
+    gone = tuple(batch.delete_entries) + tuple(batch.drop_vectors)
+    if gone:  # an entry's vectors go from both sets (the next one's, when it has one)
+        connection.execute(
+            f"DELETE FROM next_vectors WHERE entry_id IN {IDS_IN}", (ids_json(gone),)
+        )
     if batch.delete_entries:
         ids = ids_json(batch.delete_entries)
         connection.execute(f"DELETE FROM postings WHERE entry_id IN {IDS_IN}", (ids,))
@@ -109,6 +185,7 @@ def apply_batch(connection: sqlite3.Connection, batch: Batch) -> None:
         connection.execute(
             f"DELETE FROM vectors WHERE entry_id IN {IDS_IN}", (ids_json(batch.drop_vectors),)
         )
+    table = vectors_table(batch, _apply_next_set(connection, batch))
     connection.executemany(
         f"INSERT OR REPLACE INTO entries ({ENTRY_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
         [
@@ -143,7 +220,7 @@ def apply_batch(connection: sqlite3.Connection, batch: Batch) -> None:
             ],
         )
     connection.executemany(
-        "INSERT OR REPLACE INTO vectors (entry_id, l0_hash, identity, vector) VALUES (?,?,?,?)",
+        f"INSERT OR REPLACE INTO {table} (entry_id, l0_hash, identity, vector) VALUES (?,?,?,?)",
         [(entry_id, l0_hash, batch.identity, blob) for entry_id, l0_hash, blob in batch.vectors],
     )
     if batch.delete_files:
@@ -191,14 +268,20 @@ def counts_after(
     committed, return (the generation it will make, the counts then) from the cached counts
     and the rows the batch touches (a query over the batch's ids, not the tables); None when
     the cache cannot say."""
-    if cached is None or batch.drop_other_identities:
+    if cached is None or batch.drop_other_identities or batch.swap_next:
         return None  # (another model's vectors going: how many is a scan; rare)
     gone_entries = set(batch.delete_entries)
     new_entries = {row.id for row in batch.upsert_entries}
     gone_files = set(batch.delete_files)
     new_files = {record.path for record in batch.upsert_files}
     gone_vectors = gone_entries | set(batch.drop_vectors)
-    new_vectors = {entry_id for entry_id, _, _ in batch.vectors}
+    next_identity = next_identity_in(write) if batch.next_identity is None else batch.next_identity
+    # (counts are of the serving set: vectors of the next one are not counted)
+    new_vectors = (
+        {entry_id for entry_id, _, _ in batch.vectors}
+        if vectors_table(batch, next_identity) == "vectors"
+        else set()
+    )
     # Deletes run before upserts (`apply_batch`): an upserted key is new unless it exists
     # and was not deleted first; an `INSERT OR REPLACE` of an existing key adds nothing.
     row = write.execute(

@@ -25,7 +25,7 @@ from carryd.daemon.indexer.indexing import sync_root
 from carryd.daemon.indexer.scan import shown
 from carryd.daemon.indexer.verifying import verify_root
 from carryd.daemon.layout import check_workspace, is_workspace, list_workspaces
-from carryd.daemon.progress import Progress, progress_mode
+from carryd.daemon.progress import SyncDisplay, progress_mode
 from carryd.daemon.recall.access import recall_access
 from carryd.daemon.recall.recalling import answer_json
 from carryd.daemon.running.status import render_text, status_report
@@ -38,25 +38,13 @@ if TYPE_CHECKING:
 
 # --- index, verify ------------------------------------------------------------------------
 
-# A sync parsing at least this many changed files shows its parsing too (a cold root of
-# thousands of entries parses for many seconds before the first embedding line).
-PARSE_PROGRESS_FROM = 100
-
 
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
-    """`carryd index [--json]`: sync once, showing progress on stderr (none with --json); exit 0
-    (also when degraded or files were skipped)."""
+    """`carryd index [--json]`: sync once, showing each phase's progress on stderr (none with
+    --json; `progress.SyncDisplay`); exit 0 (also when degraded or files were skipped)."""
     mode = progress_mode(as_json=getattr(args, "json", False))
-    with (
-        Progress("parsing", mode=mode, unit="files") as parsing,
-        Progress("embedding", mode=mode) as progress,
-    ):
-
-        def parse_progress(done: int, total: int) -> None:
-            if total >= PARSE_PROGRESS_FROM:  # a few files parse in a blink: no line for them
-                parsing(done, total)
-
-        report = sync_root(settings, progress=progress, parse_progress=parse_progress)
+    with SyncDisplay(mode=mode) as display:
+        report = sync_root(settings, progress=display.embedding, phase_progress=display.phase)
     for note in report.notes:
         print(f"carryd: {note}", file=sys.stderr)
     for problem in report.problems:

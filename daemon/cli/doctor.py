@@ -3,7 +3,8 @@
 Checks, in the order a new user meets them: the root (it exists, holds Markdown or carryd's
 state folder, and that folder is not a link or another user's), the model (it loads, and it
 is the one the index's vectors were made with), the index (counts, entries without vectors),
-the ledger headings carryd does not recognise, each host's hooks and the root they name, and
+how carryd reads each workspace's PLAN.md and ledger headings (a warn for a ledger heading it
+does not recognise), each host's hooks and the root they name, and
 the service. Each line reads `ok|warn|FAIL  what: detail`, and a warn or FAIL line says what
 to run. Only FAIL makes the exit status 1; a host that is simply not set up is a warn.
 """
@@ -18,6 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from carryd.carry.ledger import parse_ledger
+from carryd.carry.plan import history_items
 from carryd.daemon.hosts.settings_files import HOSTS, Host, carryd_event_of, settings_path
 from carryd.daemon.indexer.model import load_embedder_for
 from carryd.daemon.layout import check_root, list_workspaces
@@ -90,31 +93,78 @@ def _index(settings: Settings) -> Iterator[Check]:
         from carryd.index.store import Store
 
         with Store.open(settings.db_path) as store:
-            own = store.vector_identities().get(embedder.identity.key(), 0)
+            own = store.vector_count(embedder.identity.key())  # the new set's, mid-way
+            re_embedding = store.next_identity() == embedder.identity.key()
+        if own < entries and re_embedding:
+            yield (
+                "warn",
+                "index",
+                (
+                    f"{detail}; re-embedding for the configured model: {own}/{entries}, the "
+                    f"old model's vectors answer meanwhile: `carryd index --root "
+                    f"{settings.root_path}` (or the daemon) finishes it"
+                ),
+            )
+            return
         if own < entries:
-            yield "warn", "index", (
-                f"{detail}; {entries - own} entries have no vector of the configured model: "
-                f"`carryd index --root {settings.root_path}` embeds them"
+            yield (
+                "warn",
+                "index",
+                (
+                    f"{detail}; {entries - own} entries have no vector of the configured model: "
+                    f"`carryd index --root {settings.root_path}` embeds them"
+                ),
             )
             return
     yield "ok", "index", detail
 
 
 def _headings(settings: Settings) -> Iterator[Check]:
-    """The ledger headings outside carryd's section table (carried last), per workspace, as
-    each carry's manifest recorded them."""
+    """For every workspace with a PLAN.md or a ledger, read from the files themselves (a
+    workspace never carried yet too): a warn naming the ledger headings outside carryd's
+    section table (carried last), else an ok saying how carryd reads the plan and ledger."""
+    carry = settings.carry
     for workspace in list_workspaces(settings):
-        try:
-            manifest = json.loads((settings.carry_dir / f"{workspace}.json").read_text("utf-8"))
-        except (OSError, ValueError):
+        folder = settings.root_path / workspace
+        ledger, plan = _text(folder / carry.ledger_file), _text(folder / carry.plan_file)
+        if ledger is None and plan is None:
             continue
-        names = manifest.get("unrecognised_sections") if isinstance(manifest, dict) else None
-        if names:
-            quoted = ", ".join(f"'{name}'" for name in names)
-            yield "warn", f"headings {workspace}", (
-                f"the ledger's {quoted} is not a section carryd knows; it is carried last "
-                f"(rename it, or add the name under [carry.sections] in the config)"
+        what = f"headings {workspace}"
+        if isinstance(ledger, OSError) or isinstance(plan, OSError):
+            error = ledger if isinstance(ledger, OSError) else plan
+            yield "warn", what, f"cannot read it: {error}"
+            continue
+        unknown = parse_ledger(ledger, names=carry.sections).unrecognised if ledger else ()
+        if unknown:
+            quoted = ", ".join(f"'{name}'" for name in unknown)
+            yield (
+                "warn",
+                what,
+                (
+                    f"the ledger's {quoted} is not a section carryd knows; it is carried last "
+                    f"(rename it, or add the name under [carry.sections] in the config)"
+                ),
             )
+            continue
+        read = [] if ledger is None else [f"{carry.ledger_file}: every section known"]
+        if plan is not None:
+            entries = len(history_items(plan))
+            read.append(
+                f"{carry.plan_file}: current state and {entries} history entries"
+                if entries
+                else f"{carry.plan_file}: all current state (no history heading or dated log)"
+            )
+        yield "ok", what, "; ".join(read)
+
+
+def _text(path: Path) -> str | OSError | None:
+    """Given a file, return its text (None: there is none; the error when it cannot be read)."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        return error
 
 
 def _hooks(settings: Settings, host: Host) -> Check:
@@ -131,9 +181,13 @@ def _hooks(settings: Settings, host: Host) -> Check:
     roots = {_root_of(command) for command in commands}
     wrong = sorted(str(root) for root in roots if root is not None and not _same(root, settings))
     if wrong:
-        return "FAIL", f"hooks {host}", (
-            f"{path}: the hooks name root {', '.join(wrong)}, not {settings.root_path}: "
-            f"`carryd setup {host} --root {settings.root_path}` points them here"
+        return (
+            "FAIL",
+            f"hooks {host}",
+            (
+                f"{path}: the hooks name root {', '.join(wrong)}, not {settings.root_path}: "
+                f"`carryd setup {host} --root {settings.root_path}` points them here"
+            ),
         )
     named = "the configured root" if roots == {None} else str(settings.root_path)
     return "ok", f"hooks {host}", f"{len(commands)} hooks in {path}, for {named}"
@@ -172,7 +226,11 @@ def _service(settings: Settings) -> Check:
     daemon = f"daemon running (pid {recorded.get('pid')})" if running else "no daemon running"
     if plan.path.exists():
         return "ok", "service", f"{plan.name} installed ({plan.path}); {daemon}"
-    return "warn", "service", (
-        f"not installed; {daemon} (`carryd service install --root {settings.root_path}` keeps "
-        f"index and carries fresh, or run `carryd run` yourself)"
+    return (
+        "warn",
+        "service",
+        (
+            f"not installed; {daemon} (`carryd service install --root {settings.root_path}` keeps "
+            f"index and carries fresh, or run `carryd run` yourself)"
+        ),
     )

@@ -96,7 +96,7 @@ def _config_text(root: Path, model_path: str) -> str:
         f"model_path = {json.dumps(str(Path(model_path).expanduser().absolute()))}\n"
         if model_path
         else "# A local model folder for offline machines (else the default model is\n"
-        "# downloaded once into the user cache):\n# model_path = \"/path/to/model\"\n"
+        '# downloaded once into the user cache):\n# model_path = "/path/to/model"\n'
     )
     return (
         "# carryd's config, written by `carryd init`; every key is in config.example.toml.\n"

@@ -1,11 +1,12 @@
 """The semantic calibration as a daemon service: measured when the index is synced, stored in
 the index's meta table beside the model identity, read by recall and status.
 
-- `refresh_calibration` (the sync's hook, under the index lock): when the stored calibration
-  is for another model identity, was never measured, or the corpus has doubled or halved since
-  (`needs_measuring`), measure it again on a seeded sample of the store's L0 vectors
-  (`carryd.index.calibration.measure_corpus`) and store it. A corpus too small to measure gets
-  the reference calibration (below). An edit never re-measures.
+- `refresh_calibration` (the sync's hook, under the index lock; `measured_calibration` is its
+  measuring half, which a model change's swap stores in its own transaction): when the stored
+  calibration is for another model identity, was never measured, or the corpus has doubled or
+  halved since (`needs_measuring`), measure it again on a seeded sample of the store's L0
+  vectors (`carryd.index.calibration.measure_corpus`) and store it. A corpus too small to
+  measure gets the reference calibration (below). An edit never re-measures.
 - The reference calibration (`reference_for`): carryd's reference notes embedded by the model
   and measured the same way, once per model identity — kept in the meta table and in this
   process. It also says whether the model reads Chinese, which every calibration carries.
@@ -122,12 +123,27 @@ def refresh_calibration(store: Store, embedder: Embedder, entries: int) -> Store
     """Given a synced store, its model and its entry count, measure and store the calibration
     when `needs_measuring` says so; return the calibration stored now (None: the model failed,
     and recall measures the reference itself)."""
+    stored = stored_calibration(store)
+    if not needs_measuring(stored, embedder.identity.key(), entries) or entries <= 0:
+        return stored  # (no entries: nothing to recall; measured once there is)
+    measured = measured_calibration(store, embedder, entries)
+    if measured is None:
+        return None  # the model failed: recall measures the reference itself
+    record, meta = measured
+    store.apply(Batch(identity=embedder.identity.key(), meta=meta))
+    return record
+
+
+def measured_calibration(
+    store: Store, embedder: Embedder, entries: int
+) -> tuple[StoredCalibration, tuple[tuple[str, str], ...]] | None:
+    """Given a store, a model whose vectors it holds (its serving set, or the next set about
+    to be swapped in) and the entry count, return the calibration measured again and the meta
+    rows that store it, or None when `needs_measuring` says no (or the model failed)."""
     key = embedder.identity.key()
     stored = stored_calibration(store)
-    if not needs_measuring(stored, key, entries):
-        return stored
-    if entries <= 0:
-        return stored  # nothing to recall; measured once there is
+    if not needs_measuring(stored, key, entries) or entries <= 0:
+        return None  # (no entries: nothing to recall; measured once there is)
     try:
         reference = reference_for(embedder, store)
     except _EMBED_FAILURES as error:
@@ -147,13 +163,7 @@ def refresh_calibration(store: Store, embedder: Embedder, entries: int) -> Store
         calibration, cosines = measured
         record = StoredCalibration.of(key, calibration, cosines, entries)
     log.info("semantic calibration: %s", record.summary())
-    store.apply(
-        Batch(
-            identity=key,
-            meta=((CORPUS_KEY, record.to_json()), (REFERENCE_KEY, reference.to_json())),
-        )
-    )
-    return record
+    return record, ((CORPUS_KEY, record.to_json()), (REFERENCE_KEY, reference.to_json()))
 
 
 def _measure_corpus(

@@ -30,10 +30,10 @@ Counts (`SyncReport`, the `carryd index --json` keys):
 - `problems`  files skipped, each with its path and reason (also printed to stderr).
 
 A model identity change (another model, file, dim, pooling or prefix) that loads re-embeds
-every entry; the old identity's vectors are dropped after a copy is kept as
-`index.sqlite.old-model-<UTC>` (the notes say so once); one that cannot load keeps them and the
-run degrades (`usable_model`). A new `TOKENIZER_VERSION` recomputes every posting. Checking and
-repairing is `indexer.verifying`; steps 1-3 are `indexer.sync_planning`.
+every entry into a new vector set while the old one keeps answering recall, and swaps it in
+when it is complete (`indexer.vector_sets`; the notes say so); one that cannot load keeps both
+and the run degrades (`usable_model`). A new `TOKENIZER_VERSION` recomputes every posting.
+Checking and repairing is `indexer.verifying`; steps 1-3 are `indexer.sync_planning`.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ from carryd.daemon.indexer.sync_planning import (
     read_changes,
     usable_model,
 )
-from carryd.daemon.indexer.sync_progress import SyncProgress
+from carryd.daemon.indexer.sync_progress import PhaseCallback, SyncProgress
+from carryd.daemon.indexer.vector_sets import begin_vector_set, finish_vector_set
 from carryd.daemon.layout import open_store as open_store
 from carryd.index.embed import Embedder
 from carryd.index.errors import EmbedderUnavailable, IndexCorrupt
@@ -134,7 +135,7 @@ def sync_root(
     embedder: Embedder | None | LoadModel = LOAD,
     paths: Iterable[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
-    parse_progress: Callable[[int, int], None] | None = None,
+    phase_progress: PhaseCallback | None = None,
 ) -> SyncReport:
     """Given the settings (and optionally an open store, an embedder or None for none, the
     relative paths that changed, and `progress(embedded so far, total to embed)`, called once
@@ -151,7 +152,7 @@ def sync_root(
         model = embedder
         if model is None:
             degraded = "no embedding model was given"
-    tracker = SyncProgress(settings, progress, parse_progress)
+    tracker = SyncProgress(settings, progress, phase_progress)
     with index_lock(settings):
         own_store = store is None
         active = open_store(settings) if store is None else store
@@ -251,15 +252,30 @@ def _sync(
     if lexicon_stale and store.counts()["entries"]:  # postings need the text: re-read it all
         log.info("tokenizer version changed: recomputing every entry's postings")
         paths = None
-    work = read_changes(settings, store, paths, lexicon_stale=lexicon_stale)
-    embedder, degraded = usable_model(store, embedder, degraded)  # never drops vectors for it
-    changes = entry_changes(
-        store, work, embedder, lexicon_stale=lexicon_stale, on_parsed=tracker.parsed
+    work = read_changes(
+        settings, store, paths, lexicon_stale=lexicon_stale, on_read=tracker.of("reading")
     )
-    notes, sync_plan = plan_sync(store, work, changes, embedder, lexicon_stale=lexicon_stale)
+    embedder, degraded = usable_model(store, embedder, degraded)  # never drops vectors for it
+    vector_set = begin_vector_set(settings, store, embedder)
+    changes = entry_changes(
+        store, work, embedder, lexicon_stale=lexicon_stale, on_parsed=tracker.of("parsing")
+    )
+    sync_plan = plan_sync(
+        store,
+        work,
+        changes,
+        embedder,
+        lexicon_stale=lexicon_stale,
+        re_embedding=vector_set.re_embedding,
+        on_tokenized=tracker.of("indexing terms"),
+    )
     applied = _apply_sync(settings, store, sync_plan, embedder, degraded, tracker)
+    notes = vector_set.notes
+    if applied.degraded is None:
+        notes += finish_vector_set(settings, store, embedder, vector_set)
     totals = store.counts()
-    if embedder is not None and applied.degraded is None:
+    serving = not vector_set.re_embedding or store.next_identity() == ""
+    if embedder is not None and applied.degraded is None and serving:
         # The semantic calibration, measured again only when the model or the corpus's size
         # moved (`carryd.daemon.indexer.calibrating`): a no-op check on an edit.
         refresh_calibration(store, embedder, totals["entries"])
@@ -356,7 +372,7 @@ def _apply_sync(
                 settle()  # the previous batch is committed before this one is built
                 last = number == len(batches) - 1
                 complete: str | None = None
-                if last:
+                if last and not sync_plan.re_embedding:  # (the swap marks the next set's)
                     if embedder is not None and degraded is None:
                         complete = identity_key
                     elif sync_plan.expects_vectors:
@@ -364,14 +380,13 @@ def _apply_sync(
                     if complete == store.meta("vectors_complete"):
                         complete = None
                 job = (settings.root_path, store, sync_plan, batch_files, vectors, complete)
-                first = number == 0
                 if len(batches) == 1:
                     # Nothing to overlap with (a daemon's edit): committed here, no thread.
-                    result = _commit(*job, first=first, last=last)  # (raises: none pending)
+                    result = _commit(*job, last=last)  # (raises: none pending)
                     pending_commit = Future()
                     pending_commit.set_result(result)
                 else:
-                    pending_commit = writer.submit(_commit, *job, first=first, last=last)
+                    pending_commit = writer.submit(_commit, *job, last=last)
                 pending_vectors = len(vectors)
             settle()
         finally:
@@ -408,7 +423,6 @@ def _commit(
     vectors: tuple[tuple[str, str, bytes], ...],
     complete: str | None,
     *,
-    first: bool,
     last: bool,
 ) -> tuple[int, list[str]]:
     """Given one batch of files and their vectors, commit them (the records of files that
@@ -422,7 +436,6 @@ def _commit(
         identity=identity_key,
         vectors=vectors,
         drop_vectors=tuple(item for work in batch_files for item in work.stale_vectors),
-        drop_other_identities=sync_plan.drop_other_identities and first,
         upsert_files=tuple(
             work.record
             for work in batch_files

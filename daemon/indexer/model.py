@@ -9,6 +9,8 @@ The identity keys the user chose are recorded when the config is parsed
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,8 +28,10 @@ if TYPE_CHECKING:
     from carryd.index.embed import Embedder, ModelIdentity
 
 __all__ = [
+    "embedder_from_spec",
     "explicit_model_keys",
     "load_embedder_for",
+    "model_spec",
     "model_cache_dir",
     "model_identity_text",
 ]
@@ -109,3 +113,63 @@ def model_identity_text(settings: Settings, identity: ModelIdentity | None = Non
     )
     where = f" from {model.model_path}" if model.model_path else ""
     return f"{name} ({file}, {dim}-d, {pooling}){where}"
+
+
+# -- where a vector set's model is: recorded in the index, so recall can load it again ----------
+
+
+def model_spec(settings: Settings, identity: ModelIdentity) -> str | None:
+    """Given the settings and the identity of the model a sync embeds with, return how to load
+    that model again (its identity key, folder or download cache, and the keys the user chose)
+    as the JSON the index keeps beside its vectors; None when the settings name another model
+    (a sync given an embedder of its own)."""
+    resolved, _ = load_embedder_for(settings, lazy=True)
+    if resolved is None or resolved.identity.key() != identity.key():
+        return None
+    model = settings.model
+    return json.dumps(
+        {
+            "identity": identity.key(),
+            "model_path": str(Path(model.model_path).expanduser()) if model.model_path else "",
+            "cache_dir": "" if model.model_path else str(model_cache_dir(settings)),
+            "configured": explicit_model_keys(settings),
+        },
+        sort_keys=True,
+    )
+
+
+def spec_identity(spec: str | None) -> str | None:
+    """Given a recorded model spec (or None), return its identity key (None: no usable spec)."""
+    try:
+        identity = json.loads(spec or "").get("identity")
+    except (ValueError, AttributeError):
+        return None
+    return identity if isinstance(identity, str) else None
+
+
+def embedder_from_spec(settings: Settings, spec: str) -> tuple[Embedder | None, str | None]:
+    """Given the settings and a recorded model spec (`model_spec`), return that model loaded,
+    or (None, why not): its folder is gone, holds another model now, or it is not cached (a
+    recorded model is never downloaded)."""
+    try:
+        data = json.loads(spec)
+        configured = {str(k): v for k, v in dict(data.get("configured") or {}).items()}
+        wanted = str(data["identity"])
+        changes = {key: value for key, value in configured.items() if key in IDENTITY_KEYS}
+        recorded = dataclasses.replace(
+            settings.model,
+            model_path=str(data.get("model_path") or ""),
+            cache_dir=str(data.get("cache_dir") or ""),
+            allow_download=False,
+            **changes,
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        return None, f"the index's record of its model is unreadable ({error})"
+    again = dataclasses.replace(settings, model=recorded, model_keys_written=frozenset(changes))
+    embedder, reason = load_embedder_for(again)
+    if embedder is None:
+        return None, reason
+    if embedder.identity.key() != wanted:
+        where = recorded.model_path or recorded.cache_dir
+        return None, f"{where} no longer holds the model the index's vectors were made with"
+    return embedder, None

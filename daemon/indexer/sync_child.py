@@ -94,7 +94,7 @@ def _big(settings: Settings, store: Store, embedder: Embedder, paths: Iterable[s
         key = embedder.identity.key()
         if store.meta("vectors_complete") == key:
             return False
-        missing = store.counts()["entries"] - store.vector_identities().get(key, 0)
+        missing = store.counts()["entries"] - store.vector_count(key)
     except IndexCorrupt:
         return False
     return missing >= CHILD_EMBEDDINGS

@@ -2,13 +2,11 @@
 files table, parse and diff the changed files' entries, and decide per file what to write.
 
 Nothing here writes the index: `plan_sync` returns a `SyncPlan` that `indexing` applies one
-transaction of whole files at a time. A model identity change is decided here too (the old
-index is copied aside first, and the user told once through the plan's notes).
+transaction of whole files at a time. A model identity change is `vector_sets`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -28,6 +26,7 @@ from carryd.daemon.indexer.scan import (
     scan_paths,
     scan_root,
 )
+from carryd.daemon.indexer.vector_sets import identity_name
 from carryd.index.entries import Entry, parse_entries
 from carryd.index.errors import EmbedderUnavailable
 from carryd.index.redact import redact
@@ -50,6 +49,10 @@ if TYPE_CHECKING:
     from carryd.index.store import Store
 
 log = logging.getLogger(__name__)
+
+# Files read, or entries tokenised, between two progress calls (each costs microseconds to
+# milliseconds: a call per item would cost more than the display is worth).
+PROGRESS_EVERY = 16
 
 
 @dataclass
@@ -95,7 +98,7 @@ class SyncPlan:
 
     identity_key: str
     files: tuple[FileWork, ...]  # sorted by path
-    drop_other_identities: bool
+    re_embedding: bool  # the vectors go into the next set (a model change), not the serving one
     expects_vectors: bool  # entries were added, changed or left without vectors
     retokenized: bool  # a new tokenizer: record its version with the last batch
 
@@ -105,10 +108,16 @@ class SyncPlan:
 
 
 def read_changes(
-    settings: Settings, store: Store, paths: Iterable[str] | None, *, lexicon_stale: bool
+    settings: Settings,
+    store: Store,
+    paths: Iterable[str] | None,
+    *,
+    lexicon_stale: bool,
+    on_read: Callable[[int, int], None] | None = None,
 ) -> Work:
     """Given the paths that changed (None: all), return what is on disk against the files
-    table: the texts to parse, the file records to write and the files gone."""
+    table: the texts to parse, the file records to write and the files gone;
+    `on_read(done, total)` now and then while files are read."""
     root = settings.root_path
     now_ns = time.time_ns()
     work = Work()
@@ -118,7 +127,9 @@ def read_changes(
     to_read = sorted(scan.files) if lexicon_stale else file_plan.to_read
     kept = set() if lexicon_stale else set(file_plan.unchanged)
     work.unchanged = len(kept)
-    for path in to_read:
+    for number, path in enumerate(to_read):
+        if on_read is not None and number % PROGRESS_EVERY == 0:
+            on_read(number, len(to_read))
         content = read_markdown(
             root,
             path,
@@ -142,6 +153,8 @@ def read_changes(
         if not same_stat or stat_trusted(fresh, FileStat(fresh.size, fresh.mtime_ns)):
             work.file_rows.append(fresh)
     work.deleted_files = sorted(path for path in indexed if path not in kept)
+    if on_read is not None and to_read:
+        on_read(len(to_read), len(to_read))
     return work
 
 
@@ -219,20 +232,19 @@ def plan_sync(
     embedder: Embedder | None,
     *,
     lexicon_stale: bool,
-) -> tuple[list[str], SyncPlan]:
-    """Given what changed, return notes for the user and the plan, per file: rows and postings
-    of new and changed entries, removed ids, vectors to drop and to embed (a model identity
-    change, or entries left without vectors by a degraded run, included) and the file record."""
+    re_embedding: bool = False,
+    on_tokenized: Callable[[int, int], None] | None = None,
+) -> SyncPlan:
+    """Given what changed (and whether the model's vectors go into the next set,
+    `vector_sets.begin_vector_set`), return the plan, per file: rows and postings of new and
+    changed entries, removed ids, vectors to drop and to embed (every entry without one of
+    this model: a model change, or entries left without vectors by a degraded run) and the
+    file record; `on_tokenized(done, total)` now and then while entries are tokenised."""
     diff, old_by_id = changes.diff, changes.old_by_id
     identity_key = embedder.identity.key() if embedder is not None else ""
-    notes: list[str] = []
-    drop_other = False
     catch_up: list[EntryRow] = []
     if embedder is not None and store.meta("vectors_complete") != identity_key:
-        others = {key: n for key, n in store.vector_identities().items() if key != identity_key}
-        if others:
-            notes.append(identity_change(store, embedder, others))
-            drop_other = True
+        # Entries without a vector of this model (in the next set, while one is built).
         handled = {entry.id for entry in changes.accepted} | set(diff.removed)
         catch_up = [row for row in store.missing_vectors(identity_key) if row.id not in handled]
     parts: dict[str, dict[str, list[Any]]] = {}
@@ -241,10 +253,14 @@ def plan_sync(
         return parts.setdefault(path, {}).setdefault(kind, [])
 
     doc_lengths: dict[str, int] = {}
-    for entry in diff.retokenize:
+    for number, entry in enumerate(diff.retokenize):
+        if on_tokenized is not None and number % PROGRESS_EVERY == 0:
+            on_tokenized(number, len(diff.retokenize))
         counts = Counter(terms(redact(entry.text)))
         doc_lengths[entry.id] = sum(counts.values())
         part(entry.path, "postings").append((entry.id, dict(counts)))
+    if on_tokenized is not None and diff.retokenize:
+        on_tokenized(len(diff.retokenize), len(diff.retokenize))
     rewritten = {entry.id: entry for entry in diff.new + diff.changed + diff.retokenize}
     for entry in rewritten.values():
         old = old_by_id.get(entry.id)
@@ -274,10 +290,10 @@ def plan_sync(
         )
         for path in sorted(set(parts) | set(records) | deleted)
     )
-    return notes, SyncPlan(
+    return SyncPlan(
         identity_key=identity_key,
         files=files,
-        drop_other_identities=drop_other,
+        re_embedding=re_embedding,
         expects_vectors=bool(diff.new or diff.changed or catch_up),
         retokenized=lexicon_stale,
     )
@@ -306,32 +322,6 @@ def usable_model(
             f"at it)"
         )
     return embedder, degraded
-
-
-def identity_change(store: Store, embedder: Embedder, others: dict[str, int]) -> str:
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    backup = store.path.with_name(f"{store.path.name}.old-model-{stamp}")
-    failure = store.backup_to(backup)
-    kept = (
-        f"the old index is kept as {backup.name}"
-        if failure is None
-        else f"could not keep a copy of the old index ({failure})"
-    )
-    old = ", ".join(identity_name(key) for key in sorted(others))
-    message = (
-        f"model identity changed from {old} to {embedder.identity.name}: re-embedding every "
-        f"entry ({sum(others.values())} old vectors dropped; {kept})"
-    )
-    log.info("%s", message)  # surfaced once through the report's notes
-    return message
-
-
-def identity_name(key: str) -> str:
-    try:
-        data = json.loads(key)
-    except ValueError:
-        return key
-    return f"{data.get('name')} ({data.get('file')}, {data.get('dim')}-d)"
 
 
 def relative_paths(root: Path, paths: Iterable[str]) -> list[str]:

@@ -16,6 +16,7 @@ from carryd.daemon.indexer.index_lock import index_lock
 from carryd.daemon.indexer.indexing import LOAD, LoadModel, SyncReport, sync_root
 from carryd.daemon.indexer.model import load_embedder_for
 from carryd.daemon.indexer.scan import Problem, read_markdown, scan_root
+from carryd.daemon.indexer.vector_sets import re_embedding_progress, re_embedding_text
 from carryd.daemon.layout import open_store
 from carryd.index.entries import Entry, parse_entries
 from carryd.index.store import Batch, Store
@@ -186,19 +187,7 @@ def _verify(settings: Settings, store: Store) -> VerifyReport:
             _entry_differences(path, parse_entries(path, content.text), rows_by_path.get(path, []))
         )
 
-    embedder, degraded = load_embedder_for(settings, lazy=True)
-    if embedder is None:
-        notes.append(f"vectors not checked against a model: {degraded}")
-        identity_key, dim = None, None
-    else:
-        identity_key, dim = embedder.identity.key(), embedder.identity.dim
-        for row in store.missing_vectors(identity_key):
-            differences.append(
-                Difference("vector_missing", row.path, f"{row.id}: no vector for its L0")
-            )
-    for issue in store.vector_issues(identity_key, dim):
-        kind = VECTOR_KINDS[issue.kind]
-        differences.append(Difference(kind, issue.path, f"{issue.entry_id}: {issue.detail}"))
+    differences.extend(_vector_differences(settings, store, notes))
     built_with = store.meta("tokenizer")
     if records and built_with != str(TOKENIZER_VERSION):
         differences.append(
@@ -223,6 +212,33 @@ def _verify(settings: Settings, store: Store) -> VerifyReport:
     return VerifyReport(
         ok=not differences, problems=tuple(differences), skipped=tuple(skipped), notes=tuple(notes)
     )
+
+
+def _vector_differences(settings: Settings, store: Store, notes: list[str]) -> list[Difference]:
+    """Given the store, return the vectors that do not fit its entries and the model (notes
+    gets what was not checked, and a re-embedding's progress)."""
+    differences: list[Difference] = []
+    embedder, degraded = load_embedder_for(settings, lazy=True)
+    if embedder is None:
+        notes.append(f"vectors not checked against a model: {degraded}")
+        identity_key, dim = None, None
+    elif store.next_identity() == embedder.identity.key():
+        # A model change re-embedding: the serving set is the old model's until the swap, and
+        # entries the new set lacks yet are its progress, not a difference.
+        progress = re_embedding_progress(store)
+        if progress is not None:
+            notes.append(f"{re_embedding_text(progress)}; the old model's vectors were checked")
+        identity_key, dim = store.meta("vectors_complete") or None, None
+    else:
+        identity_key, dim = embedder.identity.key(), embedder.identity.dim
+        for row in store.missing_vectors(identity_key):
+            differences.append(
+                Difference("vector_missing", row.path, f"{row.id}: no vector for its L0")
+            )
+    for issue in store.vector_issues(identity_key, dim):
+        kind = VECTOR_KINDS[issue.kind]
+        differences.append(Difference(kind, issue.path, f"{issue.entry_id}: {issue.detail}"))
+    return differences
 
 
 def _entry_differences(

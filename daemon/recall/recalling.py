@@ -46,6 +46,7 @@ from carryd.daemon.recall.answer_json import (  # noqa: F401 — re-exported
     hit_json,
 )
 from carryd.daemon.recall.remembered_searches import RememberedSearches
+from carryd.daemon.recall.serving_model import ServingModel
 from carryd.daemon.recall.warm_snapshot import (  # noqa: F401 — WarmSnapshot re-exported
     SEMANTIC_FAILURES,
     WarmSnapshot,
@@ -99,15 +100,20 @@ class Recaller:
     ) -> None:
         self._settings = settings
         self._store = store
+        # The model of the snapshot in use (`WarmSnapshot.served`: while a model change
+        # re-embeds, the old model, whose vectors recall still searches).
         self._embedder = embedder
-        self._degraded: str | None = None
-        if embedder is None:
-            self._degraded = degraded or "no embedding model: lexical-only recall"
-        self.warm = warm if warm is not None else WarmSnapshot(store, embedder)
+        self._no_model = degraded or "no embedding model: lexical-only recall"
+        self._degraded: str | None = None  # why the model in use cannot load
+        self.warm = (
+            warm
+            if warm is not None
+            else WarmSnapshot(store, embedder, serving=ServingModel(settings, store, embedder))
+        )
         self._snapshot: Snapshot | None = None
         self._scopes: dict[str | None, Scope] = {}
         self._term_postings: dict[str, TermPostings] = {}
-        self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._searches = RememberedSearches()
         self._lock = threading.Lock()
 
@@ -116,12 +122,19 @@ class Recaller:
     def _current(
         self,
     ) -> tuple[
-        Snapshot, SemanticCalibration | None, dict[str | None, Scope], dict[str, TermPostings]
+        Snapshot,
+        SemanticCalibration | None,
+        dict[str | None, Scope],
+        dict[str, TermPostings],
+        Embedder | None,
     ]:
-        """Return the warm snapshot, its semantic calibration and this recaller's caches over
-        it (emptied when the snapshot changed)."""
+        """Return the warm snapshot, its semantic calibration, this recaller's caches over it
+        (emptied when the snapshot changed) and the model whose vectors it holds."""
         with self._lock:
-            snapshot, calibration = self.warm.calibrated()
+            snapshot, calibration, embedder = self.warm.served()
+            if embedder is not self._embedder:
+                self._embedder, self._degraded = embedder, None
+                self._query_vectors.clear()  # another model's query vectors
             previous = self._snapshot
             if snapshot is not previous:
                 self._snapshot = snapshot
@@ -129,7 +142,7 @@ class Recaller:
                 changed = self._changed_since(previous, snapshot)
                 self._term_postings = self._kept_postings(previous, snapshot, changed)
                 self._searches.moved(changed)
-            return snapshot, calibration, self._scopes, self._term_postings
+            return snapshot, calibration, self._scopes, self._term_postings, embedder
 
     def _changed_since(self, previous: Snapshot | None, snapshot: Snapshot) -> list[str] | None:
         """Given the last snapshot this recaller used and the new one, return the ids written
@@ -186,7 +199,7 @@ class Recaller:
     def slots(self, ids: Iterable[str]) -> dict[str, str | None]:
         """Given entry ids, return id → explicit slot (None: it has none) of each one the index
         holds, from the warm snapshot recall answers from (no file reads)."""
-        snapshot, _, _, _ = self._current()
+        snapshot, _, _, _, _ = self._current()
         rows = snapshot.rows
         return {entry_id: rows[entry_id].slot for entry_id in ids if entry_id in rows}
 
@@ -206,7 +219,7 @@ class Recaller:
         the lexical arm and says why in `degraded`.
         """
         recall_settings = self._settings.recall
-        snapshot, calibration, scopes, term_postings = self._current()
+        snapshot, calibration, scopes, term_postings, embedder = self._current()
         options = RecallOptions(
             limit=recall_settings.limit if limit is None else limit,
             min_confidence=(
@@ -220,7 +233,11 @@ class Recaller:
             calibration=calibration,
             vector_search=self._searches.search((query, workspace), snapshot, calibration),
         )
-        degraded = self._degraded or self._vector_problem(snapshot) or self.warm.calibration_problem
+        degraded = (
+            (self._no_model if embedder is None else self._degraded)
+            or self._vector_problem(snapshot, embedder)
+            or self.warm.calibration_problem
+        )
         if not query.strip() or options.limit <= 0:
             return RecallAnswer(query, workspace, degraded, ())
         scope = self._scope(snapshot, scopes, workspace)
@@ -228,21 +245,23 @@ class Recaller:
         # the lexical arm (onnxruntime lets go of the GIL): a recall waits for the longer of
         # the two, not their sum.
         embedding = _Embedding(
-            query, snapshot, functools.partial(self._query_vector, calibration=calibration)
+            query,
+            snapshot,
+            functools.partial(self._query_vector, calibration=calibration, embedder=embedder),
         )
         terms = self._terms(query, snapshot, term_postings)
         answer = recall(snapshot, terms, embedding.vector, scope, options)
         problem = embedding.problem
         return dataclasses.replace(answer, degraded=answer.degraded or problem or degraded)
 
-    def _vector_problem(self, snapshot: Snapshot) -> str | None:
+    def _vector_problem(self, snapshot: Snapshot, embedder: Embedder | None) -> str | None:
         """Given the snapshot, return why it has no vectors to search: the model's own reason
         when the model cannot load (then `carryd index` would make none either), else the
         snapshot's ("no vectors for this model yet: run `carryd index`")."""
-        if snapshot.vector_problem is None or self._embedder is None:
+        if snapshot.vector_problem is None or embedder is None:
             return snapshot.vector_problem
         try:
-            getattr(self._embedder, "load", lambda: None)()
+            getattr(embedder, "load", lambda: None)()
         except EmbedderUnavailable as error:
             self._degraded = str(error)
             return self._degraded
@@ -288,12 +307,13 @@ class Recaller:
         snapshot: Snapshot,
         *,
         calibration: SemanticCalibration | None,
+        embedder: Embedder | None,
         embed: bool = True,
     ) -> tuple[np.ndarray | None, str | None] | None:
         """Return the query's embedding, or None and why not (None, None: no semantic arm:
         no model, or none calibrated for it); with `embed=False`, None when only embedding
         the query can tell."""
-        if self._embedder is None or calibration is None:
+        if embedder is None or calibration is None:
             return None, None
         if snapshot.matrix is None:
             return None, snapshot.vector_problem
@@ -304,21 +324,22 @@ class Recaller:
         import numpy as np
 
         with self._lock:
-            cached = self._query_vectors.get(query)
+            place = (embedder.identity.key(), query)
+            cached = self._query_vectors.get(place)
             if cached is not None:
-                self._query_vectors.move_to_end(query)
+                self._query_vectors.move_to_end(place)
                 return cached, None
         if not embed:
             return None
         try:
-            vector = np.asarray(self._embedder.embed_query(query), dtype=np.float32)
+            vector = np.asarray(embedder.embed_query(query), dtype=np.float32)
         except _SEMANTIC_FAILURES as error:
             log.warning("recall: semantic arm failed, answering lexical-only: %s", error)
             return None, f"semantic arm failed: {error}"
         # The model and its query prefix are fixed for this recaller: the text decides.
         vector.setflags(write=False)
         with self._lock:
-            self._query_vectors[query] = vector
+            self._query_vectors[place] = vector
             if len(self._query_vectors) > _VECTOR_CACHE_SIZE:
                 self._query_vectors.popitem(last=False)
         return vector, None

@@ -29,6 +29,7 @@ from carryd.index.store import entry_row
 from carryd.index.sync import EntryRow
 
 if TYPE_CHECKING:
+    from carryd.daemon.recall.serving_model import ServingModel
     from carryd.index.embed import Embedder
     from carryd.index.store import Store
 
@@ -66,9 +67,13 @@ class WarmSnapshot:
         *,
         resident_min_df: int | None = None,
         freeze_heap: bool = False,
+        serving: ServingModel | None = None,
     ) -> None:
         self._store = store
         self._embedder = embedder
+        # Which model's vectors to load, decided again at every refresh (None: `embedder`'s
+        # always): while a model change re-embeds, the old model's (`serving_model`).
+        self._serving = serving
         # Terms held by this many entries keep their postings in the snapshot (the daemon:
         # `snapshot_postings.RESIDENT_MIN_DF`); None: none (a one-shot CLI recall would pay
         # for reading them all to answer one question).
@@ -89,18 +94,29 @@ class WarmSnapshot:
     def calibrated(self) -> tuple[Snapshot, SemanticCalibration | None]:
         """Return the snapshot of the store's current generation and the semantic calibration
         it was built with (None: no semantic arm)."""
+        snapshot, calibration, _ = self.served()
+        return snapshot, calibration
+
+    def served(self) -> tuple[Snapshot, SemanticCalibration | None, Embedder | None]:
+        """Return the snapshot of the store's current generation, the semantic calibration it
+        was built with and the model whose vectors it holds (a query embeds with that one)."""
         with self._lock:
             generation = self._store.generation()
             snapshot = self._snapshot
             if snapshot is None or snapshot.generation != generation:
                 snapshot = self._snapshot = self._refresh(generation)
-            return snapshot, self._calibration
+            return snapshot, self._calibration, self._embedder
 
     def _refresh(self, generation: int) -> Snapshot:
         """Given the store's generation, return the snapshot for it: from the change log when
         the last one is healthy, the calibration the same and the log covers the gap, else
         loaded in full (which entries the model reads follows the calibration)."""
         previous = self._snapshot
+        if self._serving is not None:
+            chosen = self._serving.choose()
+            if _key_of(chosen) != _key_of(self._embedder):
+                self._embedder = chosen  # another model's vectors: loaded in full
+                previous = None
         calibration = self._read_calibration()
         if calibration != self._calibration:
             self._calibration = calibration
@@ -200,6 +216,10 @@ class WarmSnapshot:
             dim=dim,
             postings=postings,
         )
+
+
+def _key_of(embedder: Embedder | None) -> str | None:
+    return None if embedder is None else embedder.identity.key()
 
 
 def _frozen_heap() -> None:

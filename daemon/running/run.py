@@ -52,6 +52,7 @@ from carryd.daemon.indexer.model import load_embedder_for
 from carryd.daemon.layout import open_store
 from carryd.daemon.progress import LINE_EVERY
 from carryd.daemon.recall.recalling import WarmSnapshot
+from carryd.daemon.recall.serving_model import ServingModel
 from carryd.daemon.running.daemon_lock import LOCK_FILE, DaemonLock  # noqa: F401 — re-exported
 from carryd.daemon.running.daemon_state import DaemonState
 from carryd.daemon.running.notify import sd_notify
@@ -233,7 +234,15 @@ class Daemon:
         # One warm snapshot for the worker's carries and the query thread's answers, keeping
         # the common terms' postings (a new question never waits for them) and its rows out
         # of the garbage collector's full passes.
-        warm = WarmSnapshot(store, embedder, resident_min_df=RESIDENT_MIN_DF, freeze_heap=True)
+        # Its vectors are the serving set's model's: the old model's while a model change
+        # re-embeds (`serving_model`).
+        warm = WarmSnapshot(
+            store,
+            embedder,
+            resident_min_df=RESIDENT_MIN_DF,
+            freeze_heap=True,
+            serving=ServingModel(settings, store, embedder),
+        )
         if store.recovered:
             log.warning("index: %s", store.recovered)
 

@@ -29,6 +29,7 @@ from carryd.daemon.errors import ConfigError
 from carryd.daemon.indexer.calibrating import stored_calibration
 from carryd.daemon.indexer.model import load_embedder_for, model_cache_dir, model_identity_text
 from carryd.daemon.indexer.model_fetch import guard_for, local_clock
+from carryd.daemon.indexer.vector_sets import re_embedding_progress, re_embedding_text
 from carryd.daemon.layout import carry_report, list_workspaces
 from carryd.daemon.state import (
     pid_alive,
@@ -80,20 +81,24 @@ def index_counts(settings: Settings) -> dict[str, int] | None:
         return dict(store.counts())
 
 
-def index_calibration(settings: Settings) -> dict[str, Any] | None:
-    """Given settings, return the semantic calibration the index stores (source, pairs,
-    floor, ceiling, …, and whether it is the current model's), or None when there is none.
-    Reads one meta row; never loads the model (its identity is resolved from its files)."""
+def index_calibration(
+    settings: Settings,
+) -> tuple[dict[str, Any] | None, dict[str, object] | None]:
+    """Given settings, return (the semantic calibration the index stores: source, pairs,
+    floor, ceiling, …, and whether it is the current model's; how far a model change's
+    re-embedding is), each None when there is none. Reads a few meta rows in one open of the
+    index; never loads the model (its identity is resolved from its files)."""
     if not settings.db_path.exists():
-        return None
+        return None, None
     from carryd.index.store import Store, diagnose
 
     if diagnose(settings.db_path) is not None:
-        return None  # index_counts reports it
+        return None, None  # index_counts reports it
     with Store.open(settings.db_path) as store:
         stored = stored_calibration(store)
+        re_embedding = re_embedding_progress(store)
     if stored is None:
-        return None
+        return None, re_embedding
     embedder, _ = load_embedder_for(settings, lazy=True)
     calibration = stored.calibration
     return {
@@ -106,7 +111,7 @@ def index_calibration(settings: Settings) -> dict[str, Any] | None:
         "reads_chinese": calibration.multilingual,
         "current_model": embedder is not None and embedder.identity.key() == stored.identity,
         "summary": stored.summary(),
-    }
+    }, re_embedding
 
 
 def status_report(settings: Settings, *, now: float | None = None) -> dict[str, Any]:
@@ -128,9 +133,9 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
             counts = None
             daemon["index_error"] = f"{type(error).__name__}: {error}"
     try:
-        calibration = index_calibration(settings)
+        calibration, re_embedding = index_calibration(settings)
     except Exception:  # noqa: BLE001 — status reports a broken index once, above
-        calibration = None
+        calibration = re_embedding = None
     checked = (recorded or {}).get("carries_checked") or {}
     carries = [
         carry_report(settings, workspace, checked_at=checked.get(workspace), now=now)
@@ -142,13 +147,15 @@ def status_report(settings: Settings, *, now: float | None = None) -> dict[str, 
     return {
         "healthy": not problems,
         "problems": problems,
-        "next": _next_steps(settings, daemon, counts, indexing, carries),
+        "next": _next_steps(settings, daemon, counts, indexing, carries)
+        + ([] if re_embedding is None or daemon["running"] else [_finish(settings)]),
         "root": str(settings.root_path),
         "daemon": daemon,
         "model": model,
         "indexing": indexing,
         "counts": counts,
         "calibration": calibration,
+        "re_embedding": re_embedding,
         "skipped": read_skipped(settings),
         "last_sync": (recorded or {}).get("last_sync"),
         "last_verify": (recorded or {}).get("last_verify"),
@@ -277,6 +284,13 @@ def _indexing_text(indexing: dict[str, Any]) -> str:
     return f"an index run (pid {indexing.get('pid')}) stopped before finishing: {counts}"
 
 
+def _finish(settings: Settings) -> str:
+    return (
+        f"`carryd index --root {settings.root_path}` finishes the re-embedding (it resumes "
+        "where it stopped)"
+    )
+
+
 def _next_steps(
     settings: Settings,
     daemon: dict[str, Any],
@@ -402,6 +416,8 @@ def render_text(report: dict[str, Any], *, now: float) -> str:
         lines.append(f"skipped: {item.get('path')}: {item.get('reason')}")
     if len(skipped) > SKIPPED_SHOWN:
         lines.append(f"skipped: {len(skipped) - SKIPPED_SHOWN} more (`carryd status --json`)")
+    if report.get("re_embedding"):
+        lines.append(re_embedding_text(report["re_embedding"]))
     calibration = report.get("calibration")
     if calibration:
         lines.append(

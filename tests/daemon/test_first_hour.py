@@ -127,3 +127,35 @@ def test_doctor_fails_without_a_model(tmp_path: Path) -> None:
     assert result.returncode == 1, result.stdout
     assert lines_of(result)["model"] == "FAIL"
     assert lines_of(result)["root"] == "ok"
+
+
+def test_doctor_reads_the_headings_of_every_workspace_never_carried_too(
+    tmp_path: Path, use_model: Path
+) -> None:
+    """The heading check read the carries' manifests, so a workspace that was never carried
+    (no daemon yet, no `carryd carry`) was not checked at all."""
+    root = tmp_path / "memory"
+    assert carryd("init", str(root)).returncode == 0
+    ledger = root / "billing" / "handoff" / "LEDGER.md"
+    ledger.parent.mkdir(parents=True)
+    ledger.write_text(
+        "# Handoff ledger\n\n## Goal\n- ship invoices\n\n## Entscheidungen\n- keep cents\n",
+        encoding="utf-8",
+    )
+    (root / "planning").mkdir()
+    (root / "planning" / "PLAN.md").write_text(
+        "# Plan\n\n## Now\n- step 2\n\n## Log\n- 2026-11-01: began\n- 2026-11-03: step 1\n"
+        "- 2026-11-05: step 2\n",
+        encoding="utf-8",
+    )
+    (root / "plain").mkdir()
+    (root / "plain" / "notes.md").write_text("# Notes\n\nNothing to hand off.\n")
+    assert not list(root.glob(".carryd/carry/*.json"))  # nothing was ever carried
+    result = carryd("doctor")
+    verdicts = lines_of(result)
+    assert verdicts["headings billing"] == "warn", result.stdout
+    assert "the ledger's 'Entscheidungen' is not a section carryd knows" in result.stdout
+    assert verdicts["headings planning"] == "ok"
+    assert "headings planning: PLAN.md: current state and 3 history entries" in result.stdout
+    assert "headings plain" not in verdicts  # neither a plan nor a ledger: nothing to read
+    assert result.returncode == 0, result.stdout  # a warn is not a failure

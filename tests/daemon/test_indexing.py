@@ -282,11 +282,15 @@ def test_a_model_identity_change_re_embeds_everything_and_says_so_once(
     code, answer, stderr = run("index", "--root", str(small), "--config", str(config), "--json")
     assert code == 0 and answer is not None and answer["embedded"] == 60
     assert "model identity changed" in stderr
-    assert list((small / ".carryd").glob("index.sqlite.old-model-*"))
+    # One run embedded every entry into the new set and swapped it in: the old set is gone,
+    # with no copy of the index kept aside (the old set served until the swap).
+    assert "re-embedding for model" in stderr and "complete" in stderr
+    assert not list((small / ".carryd").glob("index.sqlite.old-model-*"))
     code, answer, stderr = run("index", "--root", str(small), "--config", str(config), "--json")
     assert answer is not None and answer["embedded"] == 0 and "model identity" not in stderr
     with Store.open(small / ".carryd" / "index.sqlite") as store:
         assert len(store.vector_identities()) == 1
+        assert store.next_identity() == "" and store.counts()["vectors"] == 60
 
 
 def test_bad_inputs_are_reported_by_path_and_the_rest_indexes(small: Path, use_model: Path):

@@ -122,14 +122,22 @@ def test_bad_calls_are_tool_errors_not_a_dead_server(root: Path) -> None:
     assert results[3]["hits"]  # the server still answers
 
 
-def test_with_a_daemon_running_the_server_answers_through_it(root: Path, tmp_path: Path) -> None:
-    """The daemon has the real model; the MCP server's own model path is broken, so only an
-    answer that came through the daemon can be undegraded."""
+def test_with_a_daemon_running_the_server_answers_through_it(
+    root: Path, tmp_path: Path, use_model: Path
+) -> None:
+    """The daemon has the real model (a copy, which the index then records as its model); the
+    MCP server's own model path is broken, and once the copy is gone no process but the
+    daemon that loaded it can embed a query: only an answer that came through the daemon can
+    be undegraded."""
+    import shutil
+
+    copy = shutil.copytree(use_model, tmp_path / "model-copy")
     log = (tmp_path / "daemon.log").open("wb")
     daemon = subprocess.Popen(
         [sys.executable, "-m", "carryd.daemon.cli", "run", "--root", str(root)],
         stdout=log,
         stderr=subprocess.STDOUT,
+        env=dict(os.environ, CARRYD_MODEL_PATH=str(copy)),
     )
     try:
         socket = root / ".carryd" / "carryd.sock"
@@ -140,6 +148,11 @@ def test_with_a_daemon_running_the_server_answers_through_it(root: Path, tmp_pat
             time.sleep(0.2)
         broken = {"CARRYD_MODEL_PATH": str(tmp_path / "no-model-here")}
         query = ("recall", {"query": "refund webhook retries", "min_confidence": 0})
+        wait_for_spec = time.monotonic() + 60  # the daemon's reconcile records its model
+        while str(copy) not in _meta(root, "serving_model"):
+            assert time.monotonic() < wait_for_spec, (tmp_path / "daemon.log").read_text()
+            time.sleep(0.2)
+        shutil.rmtree(copy)
         _, (answer,) = call_tools(root, [query], env=broken)
         assert answer["degraded"] is None and answer["hits"]
     finally:
@@ -147,7 +160,16 @@ def test_with_a_daemon_running_the_server_answers_through_it(root: Path, tmp_pat
         daemon.wait(timeout=60)
         log.close()
     _, (alone,) = call_tools(root, [query], env=broken)
-    assert alone["degraded"]  # in-process, with the broken model path: lexical only
+    assert alone["degraded"]  # in-process, no model to be had: lexical only
+
+
+def _meta(root: Path, key: str) -> str:
+    import sqlite3
+
+    db = root / ".carryd" / "index.sqlite"
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as connection:
+        row = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return str(row[0]) if row else ""
 
 
 def raw_session(root: Path, lines: list[bytes], env: dict[str, str] | None = None) -> list[Any]:

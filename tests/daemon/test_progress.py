@@ -155,3 +155,94 @@ def test_mode_of_a_real_terminal(as_json: bool) -> None:
     finally:
         os.close(controller)
         os.close(terminal)
+
+
+def many_entries(root: Path, files: int = 150, sections: int = 20) -> Path:
+    """A root of `files` × `sections` entries of distinct words (a few thousand in all)."""
+    for number in range(files):
+        lines = []
+        for section in range(sections):
+            words = " ".join(f"w{(number * 31 + section * 7 + k) % 997}" for k in range(40))
+            lines += [f"## Section {number}-{section}", "", f"Body {words}.", ""]
+        path = root / f"ws{number % 5}" / f"notes-{number:03d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines), encoding="utf-8")
+    return root
+
+
+PHASES = (
+    ("reading", "files", 150),
+    ("parsing", "files", 150),
+    ("indexing terms", "entries", 3000),
+    ("writing", "files", 150),
+)
+
+
+def without_a_model(tmp_path: Path) -> tuple[list[str], dict[str, str]]:
+    config = tmp_path / "config.toml"
+    config.write_text("[model]\nallow_download = false\n")
+    env = {k: v for k, v in os.environ.items() if k != "CARRYD_MODEL_PATH"}
+    return ["--config", str(config)], env
+
+
+def test_every_phase_of_a_large_index_without_a_model_prints_lines(tmp_path: Path) -> None:
+    """With no model, a cold index of 3,000 entries spent seconds committing and tokenising
+    after the parsing line with nothing on stderr (a ~7 s silent stretch): now each phase
+    prints its own lines, from its start to its end."""
+    root = many_entries(tmp_path / "root")
+    extra, env = without_a_model(tmp_path)
+    result = subprocess.run(
+        index_command(root, *extra), capture_output=True, text=True, timeout=300, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert "indexed 150 files, 3000 entries" in result.stdout
+    lines = result.stderr.splitlines()
+    for phase, unit, total in PHASES:
+        mine = [line for line in lines if line.startswith(f"carryd: {phase}: ")]
+        assert mine, (phase, result.stderr)
+        assert mine[-1] == f"carryd: {phase}: {total}/{total} {unit} (100%)", mine
+        assert mine[0] != mine[-1]  # a line when it starts, not only when it is over
+    order = [
+        next(number for number, line in enumerate(lines) if f": {phase}: " in line)
+        for phase, _, _ in PHASES
+    ]
+    assert order == sorted(order)  # shown in the order they run
+    assert "\r" not in result.stderr
+
+
+def test_every_phase_of_a_large_index_shows_a_bar_on_a_terminal(tmp_path: Path) -> None:
+    root = many_entries(tmp_path / "root")
+    extra, env = without_a_model(tmp_path)
+    controller, terminal = os.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    try:
+        process = subprocess.Popen(
+            index_command(root, *extra), stdout=subprocess.PIPE, stderr=terminal, env=env
+        )
+        os.close(terminal)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+        assert process.wait(300) == 0
+    finally:
+        os.close(controller)
+    text = seen.decode("utf-8", "replace")
+    for phase, _, total in PHASES:
+        assert f"carryd: {phase}" in text and f"{total}/{total}" in text, (phase, text[-2000:])
+    assert "\r" in text and "(100%)\n" not in text.replace("\r\n", "\n")  # bars, not lines
+
+
+def test_a_small_index_stays_quiet(tmp_path: Path) -> None:
+    root = many_entries(tmp_path / "root", files=3, sections=5)
+    extra, env = without_a_model(tmp_path)
+    result = subprocess.run(
+        index_command(root, *extra), capture_output=True, text=True, timeout=300, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert not [line for line in result.stderr.splitlines() if line.endswith("(100%)")]

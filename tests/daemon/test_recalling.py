@@ -584,7 +584,7 @@ def test_an_edit_patches_the_cached_postings_of_its_terms_instead_of_dropping_th
         "Amounts are integers in cents, cents only, never floats.",
     )
     apply_step(root, {"webshop/notes.md": edited}, None)
-    snapshot, _, _, cached = recaller._current()  # noqa: SLF001 — the refresh, no query yet
+    snapshot, _, _, cached, _ = recaller._current()  # noqa: SLF001 — the refresh, no query yet
     for term in terms:
         assert term in cached, term  # patched, not dropped
         rebuilt = TermPostings.of(root.store.postings([term]).get(term, {}), snapshot.row_of)

@@ -473,3 +473,54 @@ def test_counts_after_a_model_change_are_counted_again(store: Store):
         )
     )
     assert store.counts() == _counted(store) == {"files": 1, "entries": 3, "vectors": 1}
+
+
+def test_a_next_vector_set_is_built_beside_the_serving_one_and_swapped_in_whole(store: Store):
+    # A model change: OTHER's vectors go into the next set; IDENTITY's keep serving.
+    store.apply(Batch(next_identity=OTHER))
+    assert store.next_identity() == OTHER
+    store.apply(Batch(identity=OTHER, vectors=(("mem_a", "l-mem_a", vector(0, 1, 0, 0)),)))
+    assert store.vectors(IDENTITY)[0] == ["mem_a"]
+    assert store.vectors(IDENTITY)[1].tolist() == [[1.0, 0.0, 0.0, 0.0]]
+    assert store.vectors(OTHER)[1].tolist() == [[0.0, 1.0, 0.0, 0.0]]
+    assert store.vector_identities() == {IDENTITY: 1}  # the serving set
+    assert store.counts() == _counted(store) == {"files": 1, "entries": 3, "vectors": 1}
+    assert [r.id for r in store.missing_vectors(OTHER)] == ["mem_c", "mem_b"]
+    assert store.vector_hashes(OTHER, ["mem_a", "mem_b"]) == {"mem_a": "l-mem_a"}
+    # A removed entry, and an entry whose L0 changed, lose their vectors in both sets.
+    store.apply(
+        Batch(
+            identity=OTHER,
+            vectors=(("mem_b", "l-mem_b", vector(0, 0, 1, 0)),),
+            delete_entries=("mem_c",),
+        )
+    )
+    assert store.vector_count(OTHER) == 2
+    store.apply(Batch(drop_vectors=("mem_a",)))
+    assert store.vector_count(OTHER) == 1 and store.vector_identities() == {}
+    store.apply(Batch(identity=OTHER, vectors=(("mem_a", "l-mem_a", vector(0, 1, 0, 0)),)))
+    assert store.missing_vectors(OTHER) == []
+
+    store.apply(Batch(swap_next=True))
+    assert store.next_identity() == ""
+    assert store.meta("vectors_complete") == OTHER
+    assert store.vector_identities() == {OTHER: 2}
+    assert sorted(store.vectors(OTHER)[0]) == ["mem_a", "mem_b"]
+    assert store.counts() == _counted(store) == {"files": 1, "entries": 2, "vectors": 2}
+    rows = store._read.execute("SELECT count(*) FROM next_vectors").fetchone()  # noqa: SLF001
+    assert rows == (0,)
+
+
+def test_dropping_or_restarting_the_next_set_leaves_the_serving_one(store: Store):
+    store.apply(Batch(next_identity=OTHER))
+    store.apply(Batch(identity=OTHER, vectors=(("mem_b", "l-mem_b", vector(0, 1, 0, 0)),)))
+    third = '{"dim":4,"name":"third"}'
+    store.apply(Batch(next_identity=third))  # another model again: OTHER's vectors go
+    assert store.vector_count(third) == 0 and store.next_identity() == third
+    store.apply(Batch(identity=third, vectors=(("mem_b", "l-mem_b", vector(0, 0, 1, 0)),)))
+    store.apply(Batch(next_identity=""))  # back to the serving model
+    assert store.next_identity() == ""
+    rows = store._read.execute("SELECT count(*) FROM next_vectors").fetchone()  # noqa: SLF001
+    assert rows == (0,)
+    assert store.vector_identities() == {IDENTITY: 1}
+    assert store.vectors(IDENTITY)[0] == ["mem_a"]
