@@ -140,11 +140,14 @@ COMBINED_WEIGHTS = (-4.855, 4.129, 0.674, 0.752)
 SEMANTIC_WEIGHTS = (-1.943, 0.251)
 # The log-odds every hit of an answer loses when the scope lacks what makes the question specific
 # (its names, identifiers, numbers, or terms that belong elsewhere: `carryd.index.absence`), in
-# both arms. Fitted by maximum likelihood on the fitting half of both development sets with the
-# test MiniLM, every other weight held: the top 50 fused hits of the real questions and of the near
-# misses (each question asked in another workspace: LoCoMo's other conversation, a CMRC workspace
-# of unrelated articles), relevant = overlaps a gold entry (`bench/bench_recall.py --fit`).
-ABSENCE_WEIGHT = -2.409
+# both arms: the log of the likelihood ratio of that evidence between a question asked in the
+# workspace holding its answer and one asked in a workspace that does not, counted per question on
+# the fitting half of both development sets with the test MiniLM (Jeffreys' half counts): 3 of
+# 648 real questions, 630 of 648 near misses (`bench/bench_recall.py --fit`, `fit_absence`). The
+# evidence says "another scope's question" about 180 times likelier than "this scope's", and a
+# hit's confidence reads it as such. (A maximum-likelihood fit over hits gave −2.409, which the
+# development near misses cleared by 0.03 log-odds and the held-out independent root did not.)
+ABSENCE_WEIGHT = -5.194
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,42 @@ def test_a_plain_word_is_absent_only_when_it_belongs_elsewhere_not_by_chance() -
     assert absent_terms(query, terms, postings_of({"gala": [0]}), half) == ()
 
 
+def test_a_name_of_several_words_is_absent_when_only_another_scope_holds_them_together() -> None:
+    query = "Who is the last escalation step for the Data Platform Primary schedule?"
+    terms = query_terms(query)
+    assert specific_terms(query) == ("data", "platform", "primary")
+    a = np.array([True] * 4 + [False] * 4)  # rows 0-3: this team's notes, 4-7: another's
+    # This team's notes say "data", "platform" and "primary", never in one entry; the other
+    # team's schedule note holds all three.
+    held = {"data": [0, 4], "platform": [1, 4], "primary": [2, 4], "escal": [3, 5], "schedul": [3]}
+    assert absent_terms(query, terms, postings_of(held), a) == ("data", "platform", "primary")
+    # One entry in scope holding them together is this scope's name.
+    together = {**held, "data": [0, 4], "platform": [0, 4], "primary": [0, 4]}
+    assert absent_terms(query, terms, postings_of(together), a) == ()
+    # Words no entry holds together say nothing: a name the corpus never met may be a paraphrase.
+    apart = {**held, "primary": [2, 6]}
+    assert absent_terms(query, terms, postings_of(apart), a) == ()
+    # A lone capitalised word is no phrase; a sentence's first word does not start one.
+    assert (
+        absent_terms(
+            "Platform Primary schedule?",
+            query_terms("Platform Primary schedule?"),
+            postings_of(held),
+            a,
+        )
+        == ()
+    )
+
+
+def test_names_in_any_script_with_capitals_are_names() -> None:
+    assert specific_terms("What timezone is Øystein Bakke in?")[0] == "øystein"
+    assert "łukasz" in specific_terms("Did Łukasz approve the rollout?")
+    query = "Did Ángel approve the rollout?"
+    a = np.array([True, True, False, False])
+    found = absent_terms(query, query_terms(query), postings_of({"ángel": [3], "rollout": [0]}), a)
+    assert found == ("ángel",)
+
+
 def test_absence_lowers_every_confidence_by_the_same_log_odds_and_nothing_else() -> None:
     assert ABSENCE_WEIGHT < 0
     for confidence in (0.01, 0.2, 0.6, 0.95):
