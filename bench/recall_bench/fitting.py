@@ -188,9 +188,17 @@ def refit(figures: dict[tuple[str, str], dict[str, Any]]) -> Weights:
     ]
     lexical, combined = fit_confidence(real)
     absence = fit_absence(questions)
+    fired = {
+        kind: (
+            sum(absent for k, h, absent in questions if k == kind and h == 0),
+            sum(1 for k, h, _ in questions if k == kind and h == 0),
+        )
+        for kind in ("real", "near")
+    }
     print(
         f"\n== fit (fitting half, model 1): lexical {lexical}, combined {combined},"
-        f" absence {absence}"
+        f" absence {absence} (evidence of absence in {fired['real'][0]} of {fired['real'][1]}"
+        f" real questions, {fired['near'][0]} of {fired['near'][1]} near misses)"
     )
     for (model, name), one in figures.items():
         for half, label in ((0, "fitting"), (1, "held-out")):
