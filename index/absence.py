@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from carryd.index.tokenize import terms
 
@@ -62,12 +62,25 @@ if TYPE_CHECKING:
     import numpy as np
     from carryd.index.lexical import TermPostings
 
-__all__ = ["CHANCE", "SEVERAL", "absent_terms", "specific_terms"]
+__all__ = ["CALENDAR", "CHANCE", "SEVERAL", "absent_terms", "specific_terms", "unmet_names"]
 
 # The chance below which a term's absence from the scope is the term's, not luck's.
 CHANCE = 0.01
 # How many terms the corpus holds and the scope lacks make the question another scope's.
 SEVERAL = 2
+
+# What makes a word specific by its form: an identifier or number, a name, or initials (a word
+# all in capitals: "OKR", "SLA", which notes often write out).
+Form = Literal["identifier", "name", "initials"]
+# Month and weekday names, which English and German capitalise though they name no person,
+# service or place (language-specific words kept as data; other languages write them small).
+CALENDAR = frozenset(
+    "january february march april may june july august september october november december"
+    " monday tuesday wednesday thursday friday saturday sunday"
+    " januar februar märz juni juli oktober dezember"
+    " montag dienstag mittwoch donnerstag freitag samstag sonntag".split()
+    + [f"{day}s" for day in "monday tuesday wednesday thursday friday saturday sunday".split()]
+)
 
 # A word, for the form rules: a run without spaces, quotes, brackets or CJK (Chinese has no
 # capitals and no spaces: its Latin and digit runs are words, its characters are not).
@@ -84,16 +97,16 @@ def specific_terms(query: str) -> tuple[str, ...]:
     return tuple(term for term, _ in _forms(query))
 
 
-def _forms(query: str) -> tuple[tuple[str, bool], ...]:
-    """(term, is an identifier or number) of each name, identifier and number of a question."""
-    return tuple(dict.fromkeys((term, identifier) for term, identifier, _ in _words(query)))
+def _forms(query: str) -> tuple[tuple[str, Form], ...]:
+    """(term, form) of each name, initials, identifier and number of a question."""
+    return tuple(dict.fromkeys((term, form) for term, form, _ in _words(query)))
 
 
-def _words(query: str) -> list[tuple[str, bool, bool]]:
-    """(term, is an identifier or number, continues the name before it) of each name,
-    identifier and number of a question, in order: a name continues the one before when only
-    spaces part them ("Data Platform Primary")."""
-    found: list[tuple[str, bool, bool]] = []
+def _words(query: str) -> list[tuple[str, Form, bool]]:
+    """(term, form, continues the name before it) of each name, initials, identifier and
+    number of a question, in order: a name continues the one before when only spaces part
+    them ("Data Platform Primary")."""
+    found: list[tuple[str, Form, bool]] = []
     end = -1  # where the last name ended (-1: none, or something came between)
     for match in _WORD.finditer(query):
         word = match.group().strip(".:'\"-")
@@ -102,18 +115,22 @@ def _words(query: str) -> list[tuple[str, bool, bool]]:
             continue
         before = query[: match.start()].rstrip()
         opens = not before or before.endswith(_SENTENCE_END)
-        identifier = (
+        form: Form | None = None
+        if (
             any(character.isdigit() for character in word)
             or _CONNECTED.search(word) is not None
             or _HUMP.search(word) is not None
-        )
-        # Any script's capital: "Øystein", "Łukasz" and "Ángel" are names as "Jon" is.
-        name = word[0].isupper() and not opens
-        made = terms(word) if identifier or name else ()
-        if made:
-            continues = name and end >= 0 and not query[end : match.start()].strip()
-            found.append((made[0], identifier, continues))
-        closed = match.group().endswith(_SENTENCE_END) or not name
+        ):
+            form = "identifier"
+        # Any script's capital: "Øystein", "Łukasz" and "Ángel" are names as "Jon" is; a
+        # month or a weekday is not, though English and German write it with one.
+        elif word[0].isupper() and not opens and word.casefold() not in CALENDAR:
+            form = "initials" if len(word) > 1 and word.isupper() else "name"
+        made = terms(word) if form is not None else ()
+        if form is not None and made:
+            continues = form != "identifier" and end >= 0 and not query[end : match.start()].strip()
+            found.append((made[0], form, continues))
+        closed = match.group().endswith(_SENTENCE_END) or form in (None, "identifier")
         end = -1 if closed or not made else match.end()
     return found
 
@@ -122,10 +139,10 @@ def _phrases(query: str) -> tuple[tuple[str, ...], ...]:
     """Given a question, return its names of two or more words ("Data Platform Primary",
     "Lunar New Year"), each as its distinct terms."""
     runs: list[list[str]] = []
-    for term, identifier, continues in _words(query):
+    for term, form, continues in _words(query):
         if continues and runs:
             runs[-1].append(term)
-        elif not identifier:
+        elif form != "identifier":
             runs.append([term])
         else:
             runs.append([])
@@ -149,27 +166,52 @@ def absent_terms(
     share = 1.0
     if scope_mask is not None and scope_mask.size:
         share = float(np.count_nonzero(scope_mask)) / scope_mask.size
-    out: list[str] = []
+    out: list[str] = []  # what says by itself that the question is another scope's
+    weak: list[str] = []  # plain words that belong elsewhere
     elsewhere: list[str] = []  # terms the corpus holds and the scope lacks
+    present = False  # the question holds a term that belongs to the scope
     ordered = tuple(dict.fromkeys([*query_terms, *specific]))
     for term in ordered:
         posting = postings.get(term)
         rows = None if posting is None else posting.rows
         held = 0 if rows is None else int(rows.size)
         if rows is not None and held and (scope_mask is None or bool(scope_mask[rows].any())):
+            if scope_mask is not None and bool(scope_mask[rows].all()) and share**held < CHANCE:
+                present = True
             continue  # the scope holds it
         if held:
             elsewhere.append(term)
-        if term in specific and (held or forms[term]):
+        if term in specific and (held or forms[term] == "identifier"):
             out.append(term)  # an identifier the scope lacks, or a name that is elsewhere
         elif held and (1.0 - share) ** held < CHANCE:
-            out.append(term)
+            weak.append(term)
     if scope_mask is not None:
         out.extend(_phrases_elsewhere(query, postings, scope_mask))
-    if scope_mask is not None and len(elsewhere) >= SEVERAL:
-        out.extend(elsewhere)
+        if not present:
+            out.extend(weak)
+            if len(elsewhere) >= SEVERAL:
+                out.extend(elsewhere)
     chosen = set(out)
     return tuple(term for term in dict.fromkeys([*ordered, *out]) if term in chosen)
+
+
+def unmet_names(
+    query: str, query_terms: Sequence[str], postings: Mapping[str, TermPostings]
+) -> tuple[str, ...]:
+    """Given a question, its distinct terms and the postings of those the index holds, return
+    the terms of its names that no entry of the root holds ("the Juniper cluster", "Henrik"),
+    in question order: a person or thing the memory never met, or a paraphrase of one it did
+    ("my plane to Portugal" for a note on Lisbon), which only the meaning can find
+    (`carryd.index.fusion`: a hit found by the question's words is lowered, one the model reads
+    as the question without them is not). Initials ("OKR") are often written out: not here."""
+    wanted = set(query_terms)
+    return tuple(
+        term
+        for term, form in _forms(query)
+        if form == "name"
+        and term in wanted
+        and (term not in postings or postings[term].rows.size == 0)
+    )
 
 
 def _phrases_elsewhere(

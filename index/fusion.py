@@ -140,14 +140,14 @@ COMBINED_WEIGHTS = (-4.855, 4.129, 0.674, 0.752)
 SEMANTIC_WEIGHTS = (-1.943, 0.251)
 # The log-odds every hit of an answer loses when the scope lacks what makes the question specific
 # (its names, identifiers, numbers, or terms that belong elsewhere: `carryd.index.absence`), in
-# both arms: the log of the likelihood ratio of that evidence between a question asked in the
-# workspace holding its answer and one asked in a workspace that does not, counted per question on
-# the fitting half of both development sets with the test MiniLM (Jeffreys' half counts): 3 of
-# 648 real questions, 630 of 648 near misses (`bench/bench_recall.py --fit`, `fit_absence`). The
-# evidence says "another scope's question" about 180 times likelier than "this scope's", and a
-# hit's confidence reads it as such. (A maximum-likelihood fit over hits gave −2.409, which the
-# development near misses cleared by 0.03 log-odds and the held-out independent root did not.)
-ABSENCE_WEIGHT = -5.191
+# both arms, and every hit but a paraphrase when the question names what the root lacks
+# (`unmet_names`, `_paraphrase`): the log of the likelihood ratio of that evidence between a
+# question asked in the workspace holding its answer and one asked in a workspace that does not,
+# counted per question on the fitting half of both development sets with the test MiniLM
+# (Jeffreys' half counts): 6 of 648 real questions, 630 of 648 near misses (`bench/bench_recall.py
+# --fit`, `fit_absence`). (A maximum-likelihood fit over hits gave −2.409, which the development
+# near misses cleared by 0.03 log-odds and the held-out independent root did not.)
+ABSENCE_WEIGHT = -4.575
 
 
 @dataclass(frozen=True)
@@ -299,6 +299,15 @@ def absent_confidence(confidence: float, absent: bool) -> float:
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
 
 
+def _paraphrase(lexical: ArmEvidence | None, place: float | None) -> bool:
+    """Given a hit's lexical evidence and its cosine's place, return whether it reads as a
+    paraphrase of a question naming what the root lacks: an entry holding none of the
+    question's words that the model places at or above the ceiling of its ramp ("my plane to
+    Portugal" for the note on the flight to Lisbon). A hit found by the question's other
+    words shares its topic, not its subject (the quota of another cluster)."""
+    return lexical is None and place is not None and place >= 1.0
+
+
 def _decision(confidence: float, min_confidence: float) -> Decision:
     return "inject" if confidence >= min_confidence else "below_threshold"
 
@@ -322,6 +331,7 @@ def fuse(
     neighbours: Mapping[str, Sequence[Neighbour]] | None = None,
     places: Mapping[str, float] | None = None,
     absent: bool = False,
+    unmet: bool = False,
 ) -> tuple[FusedHit, ...]:
     """Given the arms' candidates, return every candidate ranked (best first, ties by id),
     each with its absolute confidence, decision and per-arm evidence.
@@ -330,6 +340,8 @@ def fuse(
     place on the calibration's ramp), whether the semantic arm nominated it or not; a candidate
     without one is judged on its lexical evidence alone. `absent`: the scope lacks what makes
     the question specific (`carryd.index.absence`): every confidence falls (`absent_confidence`).
+    `unmet`: the question names what the whole root lacks (`carryd.index.absence.unmet_names`):
+    every confidence falls the same, but for a paraphrase the model reads (`_paraphrase`).
 
     `neighbours` (direct candidate id → its neighbours) turns parent propagation on; it is
     used only when there are fewer than `PROPAGATION_MIN_CANDIDATES` direct candidates.
@@ -356,7 +368,8 @@ def fuse(
         lexical = by_arm.get("lexical")
         semantic = by_arm.get("semantic")
         place = places.get(entry_id) if places is not None else None
-        confidence = absent_confidence(_confidence(lexical, semantic, place), absent)
+        lowered = absent or (unmet and not _paraphrase(lexical, place))
+        confidence = absent_confidence(_confidence(lexical, semantic, place), lowered)
         score = sum(item.contribution for item in by_arm.values()) if mode == "rrf" else confidence
         hits.append(
             FusedHit(

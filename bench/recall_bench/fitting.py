@@ -153,7 +153,7 @@ def summarise(trace: Sequence[dict[str, Any]], weights: Weights) -> dict[str, An
                 hit[1],
                 hit[2],
                 bool(hit[3]),
-                bool(one["absent"]),
+                bool(hit[4]) if len(hit) > 4 else bool(one["absent"]),
             )
             for hit in one["hits"]
         ]

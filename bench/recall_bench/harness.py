@@ -229,8 +229,9 @@ def evidence(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Given a question (real, invented or near) asked in its workspace, return its fused
     answer (every candidate, limit EVIDENCE_DEPTH) and the evidence record `summarise` reads:
-    per hit (share, saturation, place, relevant), and whether the scope lacks the question's
-    specific terms (`carryd.index.absence`)."""
+    per hit (share, saturation, place, relevant, lowered by the evidence of absence), and the
+    question's terms that evidence read (`carryd.index.absence`: specific terms the scope
+    lacks, names the root lacks)."""
     typed = run.recaller.answer(
         item["query"], workspace=item.get("workspace"), limit=EVIDENCE_DEPTH, min_confidence=0.0
     )
@@ -242,13 +243,16 @@ def evidence(
         if lexical is not None:
             share, saturation = lexical["share"], lexical["saturation"]
         relevant = any(g.overlaps(run.span[hit["id"]]) for g in gold)
-        return [share, saturation, hit.get("place"), relevant]
+        place = hit.get("place")
+        paraphrase = lexical is None and place is not None and place >= 1.0
+        lowered = bool(typed.absent) or (bool(typed.unmet) and not paraphrase)
+        return [share, saturation, place, relevant, lowered]
 
     record = {
         "kind": kind,
         "half": item.get("half"),
         "category": item.get("category"),
-        "absent": list(typed.absent),
+        "absent": [*typed.absent, *typed.unmet],
         "hits": [row(hit) for hit in answer["hits"]],
     }
     return answer, record
