@@ -14,11 +14,10 @@ read apart, per question and scope, from two kinds of evidence:
   ``events.raw.v4``) or a number in the question that no entry in scope holds (it may be
   absent from the whole root: an invented id; nothing paraphrases an id), or a name (a word
   that does not open a sentence and starts with a capital of any script: "Jon", "Øystein",
-  "Łukasz") that the corpus holds and the scope does not (a name the whole root lacks may be
-  a paraphrase: "my plane to Portugal" for a note on the flight to Lisbon); or a name of
-  several words ("the Data Platform Primary schedule") whose words entries elsewhere hold
-  together and no entry in scope does, though each word alone may be in scope (words no entry
-  holds together say nothing, as a name the root lacks says nothing);
+  "Łukasz"; not a month or weekday, `CALENDAR`) or initials ("SLA") that the corpus holds and
+  the scope does not; or a name of several words ("the Data Platform Primary schedule") whose
+  words entries elsewhere hold together and no entry in scope does, though each word alone
+  may be in scope (words no entry holds together say nothing);
 - **by distribution**: a term of the question that the corpus holds but the scope does not,
   where the scope would hold it by chance unless the term belongs elsewhere: with the scope
   holding a share ``f`` of the corpus's entries and the term ``d`` entries, the chance that
@@ -29,7 +28,20 @@ read apart, per question and scope, from two kinds of evidence:
   name is absent as its characters and their bigrams together), a service and its host. One
   such word alone is the question's own wording more often than not (on LoCoMo 5% of the real
   questions hold one, "Which cities has Jon visited?" where only the other conversation says
-  "city"; 0.4% hold two). Measured on the user's corpus: no list of names, no per-set number.
+  "city"; 0.4% hold two). These plain words say nothing when the question also holds a term
+  that belongs to the scope, the same chance read the other way (all ``d`` of its entries in
+  scope, ``f^d`` below `CHANCE`): a terse lab notebook never writes "how much" where another
+  lab's prose does, and "How much does the core charge for an S4 flowcell?" names this lab's
+  flowcell. A name or id of another scope is never outweighed so: it is the question's subject.
+  Measured on the user's corpus: no list of names, no per-set number.
+
+A name the whole root lacks (`unmet_names`) is not a term the scope lacks: it may be a
+paraphrase ("my plane to Portugal" for a note on the flight to Lisbon), or a person or thing
+the memory never met ("the scratch quota on the Juniper cluster" where the notes give another
+cluster's). Words cannot tell the two apart; the meaning can: recall lowers every hit of such a
+question by the same weight except an entry that holds none of its words and that the model
+places at or above the ceiling of its ramp (`carryd.index.fusion`). Initials ("OKR") are left
+out: notes often write them out.
 
 Terms the whole root lacks that are plain words ("educaton", "likely") are not evidence of
 absence: a question is written in its own words, and the lexical share already keeps their
@@ -42,12 +54,10 @@ the same confidence, so its recalled-memory selection reads the same gate.
 Whole root as the scope (no workspace): only the form evidence can speak (nothing is
 "elsewhere").
 
-On the development sets (`bench/bench_recall.py`, both test models, gate 0.03, held-out half):
-LoCoMo questions asked in the other conversation's workspace inject 0.0% with either model
-(1.2% / 3.7% without the absence weight), CMRC questions asked in a workspace of unrelated
-articles 1.2% (9.1%), while gold passing stays 65.4% / 66.7%. On the fitting halves the
-evidence speaks for 3 of 648 real questions asked where their answer is and for 630 of 648
-near misses (`ABSENCE_WEIGHT` is the log of that ratio).
+On the development sets and the independent development roots, the figures are in
+`bench/bench_recall.py`'s summary (both test models, gate 0.03, held-out halves): on the fitting
+halves the evidence speaks for 6 of 648 real questions asked where their answer is and for 628
+of 648 near misses (`ABSENCE_WEIGHT` is the log of that ratio).
 """
 
 from __future__ import annotations

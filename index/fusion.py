@@ -27,9 +27,10 @@ alone says; the hit's `place` is the semantic evidence its confidence read.
 So the confidence depends on the query (its terms' IDF, its vector), on the entry (its terms,
 their frequencies, its length, its L0 vector), on corpus-wide statistics (IDF, the average
 length, the calibration's quantiles) and on one thing of the scope: whether it lacks what makes
-the question specific (`ABSENCE_WEIGHT`, `carryd.index.absence`) — never on the other
-candidates, the limit or the ranks, so a hit's confidence is the same whether the query returns
-1 or 50 candidates.
+the question specific, or the root lacks a name the question gives (`ABSENCE_WEIGHT`,
+`carryd.index.absence`; a paraphrase the model reads keeps its confidence there) — never on
+the other candidates, the limit or the ranks, so a hit's confidence is the same whether the
+query returns 1 or 50 candidates.
 
 Why log-odds and one model, not a noisy-OR of two per-arm probabilities: the arms are not
 independent (a turn sharing a question's words usually shares its meaning), and a noisy-OR can
@@ -144,10 +145,10 @@ SEMANTIC_WEIGHTS = (-1.943, 0.251)
 # (`unmet_names`, `_paraphrase`): the log of the likelihood ratio of that evidence between a
 # question asked in the workspace holding its answer and one asked in a workspace that does not,
 # counted per question on the fitting half of both development sets with the test MiniLM
-# (Jeffreys' half counts): 6 of 648 real questions, 630 of 648 near misses (`bench/bench_recall.py
+# (Jeffreys' half counts): 6 of 648 real questions, 628 of 648 near misses (`bench/bench_recall.py
 # --fit`, `fit_absence`). (A maximum-likelihood fit over hits gave −2.409, which the development
 # near misses cleared by 0.03 log-odds and the held-out independent root did not.)
-ABSENCE_WEIGHT = -4.575
+ABSENCE_WEIGHT = -4.572
 
 
 @dataclass(frozen=True)
