@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_recall.py [--data ../shared/data/dev] [--model DIR]...
         [--sets locomo,cmrc-trial] [--reference-calibration] [--latency-entries 10000]
         [--no-latency] [--fit] [--save FILE] [--replay FILE] [--no-independent]
+        [--independent dev,dev2,test]
 
 The modules are in `bench/recall_bench/` (sets, baselines, fitting, reports, harness, timing).
 
@@ -44,8 +45,10 @@ level):
   CMRC: the articles are copied into four workspaces, two per half, and each question is also
   asked in the other workspace of its half, a workspace of unrelated articles; the real CMRC
   questions are asked of the whole root as before), by half, for a sweep of gates;
-- the independent near-miss set (bench/recall_nearmiss, written without sight of carryd): its
-  dev root per question, its test root through one summary line only (held out);
+- the independent near-miss sets (bench/recall_nearmiss, written without sight of carryd):
+  each development root (`dev`, `dev2`: another author's) reported on its own, per workspace
+  and with the near misses that inject; the test root (held out) through one summary line
+  only; --independent names the roots (`--sets none --independent dev,dev2`: only those);
 - --replay FILE: the gate and the fit again from the evidence --save kept, without a model
   (seconds: to iterate on the absence weight and the gate offline);
 - latency: p50/p95 of a warm `Recaller.recall` (model loaded, query embedding included) on a
@@ -67,8 +70,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from recall_bench.fitting import CURRENT, choose_gate, refit, summarise  # noqa: E402
-from recall_bench.harness import evaluate_set, independent  # noqa: E402
-from recall_bench.sets import SETS, default_data  # noqa: E402
+from recall_bench.harness import evaluate_set, independent, settings_for  # noqa: E402
+from recall_bench.sets import INDEPENDENT, SETS, default_data  # noqa: E402
 from recall_bench.timing import EXAMPLE_QUERIES, latency, progressive_loading  # noqa: E402
 
 
@@ -102,6 +105,12 @@ def arguments(argv: Iterable[str] | None) -> argparse.Namespace:
     parser.add_argument("--latency-entries", type=int, default=10_000)
     parser.add_argument("--no-latency", action="store_true")
     parser.add_argument("--no-independent", action="store_true")
+    parser.add_argument(
+        "--independent",
+        default=",".join(INDEPENDENT),
+        help="the independent roots to score, of bench/recall_nearmiss (default: every one there;"
+        " `test` is held out: one summary line)",
+    )
     parser.add_argument(
         "--lexical-only",
         action="store_true",
@@ -146,6 +155,23 @@ def summary_table(every: dict[tuple[str, str], dict[str, Any]], gate: float) -> 
                 print(f"     {key.replace(', half 1', '').replace('half 1', 'all'):12s} {values}")
 
 
+def team_sets(
+    every: dict[tuple[str, str], dict[str, Any]], args: argparse.Namespace, threshold: float
+) -> None:
+    """The gate rule, the fit and the summary table over the team's development sets."""
+    gate = choose_gate(every)
+    if args.fit:
+        refit(every)
+    if args.save is not None:
+        args.save.write_text(
+            json.dumps({f"{m} / {n}": one["trace"] for (m, n), one in every.items()}),
+            encoding="utf-8",
+        )
+    summary_table(every, threshold)
+    if gate is not None and gate != threshold:
+        print(f"  (the gate rule picks {gate:.2f}; the configured gate is {threshold:.2f})")
+
+
 def main(argv: Iterable[str] | None = None) -> int:
     args = arguments(argv)
     if args.replay is not None:
@@ -167,9 +193,10 @@ def main(argv: Iterable[str] | None = None) -> int:
             if second is not None:
                 models.append(second(work / "model2"))
         every: dict[tuple[str, str], dict[str, Any]] = {}
+        names = [name for name in args.sets.split(",") if name and name != "none"]
         for number, model in enumerate(models):
             print(f"\n######## model: {model}")
-            for name in args.sets.split(","):
+            for name in names:
                 every[(f"model {number + 1}", name)] = evaluate_set(
                     name,
                     args.data,
@@ -177,22 +204,14 @@ def main(argv: Iterable[str] | None = None) -> int:
                     work / f"m{number}",
                     reference_calibration=args.reference_calibration,
                 )
-        gate = choose_gate(every)
-        if args.fit:
-            refit(every)
-        if args.save is not None:
-            args.save.write_text(
-                json.dumps({f"{m} / {n}": one["trace"] for (m, n), one in every.items()}),
-                encoding="utf-8",
-            )
-        threshold = next(iter(every.values()))["threshold"]
-        summary_table(every, threshold)
-        if gate is not None and gate != threshold:
-            print(f"  (the gate rule picks {gate:.2f}; the configured gate is {threshold:.2f})")
+        threshold = settings_for(work, models[0]).recall.min_confidence
+        if every:
+            team_sets(every, args, threshold)
         if not args.no_independent:
+            roots = [which for which in args.independent.split(",") if which]
             for number, model in enumerate(models):
-                print(f"\n== independent near-miss set, model {number + 1}")
-                for which in ("dev", "test"):
+                print(f"\n== independent near-miss sets, model {number + 1}")
+                for which in roots:
                     independent(which, model, work / f"i{number}", threshold)
         model = models[0]
         progressive_loading(REPO / "examples" / "memory", model, work, EXAMPLE_QUERIES)

@@ -27,9 +27,10 @@ alone says; the hit's `place` is the semantic evidence its confidence read.
 So the confidence depends on the query (its terms' IDF, its vector), on the entry (its terms,
 their frequencies, its length, its L0 vector), on corpus-wide statistics (IDF, the average
 length, the calibration's quantiles) and on one thing of the scope: whether it lacks what makes
-the question specific (`ABSENCE_WEIGHT`, `carryd.index.absence`) — never on the other
-candidates, the limit or the ranks, so a hit's confidence is the same whether the query returns
-1 or 50 candidates.
+the question specific, or the root lacks a name the question gives (`ABSENCE_WEIGHT`,
+`carryd.index.absence`; a paraphrase the model reads keeps its confidence there) — never on
+the other candidates, the limit or the ranks, so a hit's confidence is the same whether the
+query returns 1 or 50 candidates.
 
 Why log-odds and one model, not a noisy-OR of two per-arm probabilities: the arms are not
 independent (a turn sharing a question's words usually shares its meaning), and a noisy-OR can
@@ -140,11 +141,14 @@ COMBINED_WEIGHTS = (-4.855, 4.129, 0.674, 0.752)
 SEMANTIC_WEIGHTS = (-1.943, 0.251)
 # The log-odds every hit of an answer loses when the scope lacks what makes the question specific
 # (its names, identifiers, numbers, or terms that belong elsewhere: `carryd.index.absence`), in
-# both arms. Fitted by maximum likelihood on the fitting half of both development sets with the
-# test MiniLM, every other weight held: the top 50 fused hits of the real questions and of the near
-# misses (each question asked in another workspace: LoCoMo's other conversation, a CMRC workspace
-# of unrelated articles), relevant = overlaps a gold entry (`bench/bench_recall.py --fit`).
-ABSENCE_WEIGHT = -2.409
+# both arms, and every hit but a paraphrase when the question names what the root lacks
+# (`unmet_names`, `_paraphrase`): the log of the likelihood ratio of that evidence between a
+# question asked in the workspace holding its answer and one asked in a workspace that does not,
+# counted per question on the fitting half of both development sets with the test MiniLM
+# (Jeffreys' half counts): 6 of 648 real questions, 628 of 648 near misses (`bench/bench_recall.py
+# --fit`, `fit_absence`). (A maximum-likelihood fit over hits gave −2.409, which the development
+# near misses cleared by 0.03 log-odds and the held-out independent root did not.)
+ABSENCE_WEIGHT = -4.572
 
 
 @dataclass(frozen=True)
@@ -296,6 +300,15 @@ def absent_confidence(confidence: float, absent: bool) -> float:
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
 
 
+def _paraphrase(lexical: ArmEvidence | None, place: float | None) -> bool:
+    """Given a hit's lexical evidence and its cosine's place, return whether it reads as a
+    paraphrase of a question naming what the root lacks: an entry holding none of the
+    question's words that the model places at or above the ceiling of its ramp ("my plane to
+    Portugal" for the note on the flight to Lisbon). A hit found by the question's other
+    words shares its topic, not its subject (the quota of another cluster)."""
+    return lexical is None and place is not None and place >= 1.0
+
+
 def _decision(confidence: float, min_confidence: float) -> Decision:
     return "inject" if confidence >= min_confidence else "below_threshold"
 
@@ -319,6 +332,7 @@ def fuse(
     neighbours: Mapping[str, Sequence[Neighbour]] | None = None,
     places: Mapping[str, float] | None = None,
     absent: bool = False,
+    unmet: bool = False,
 ) -> tuple[FusedHit, ...]:
     """Given the arms' candidates, return every candidate ranked (best first, ties by id),
     each with its absolute confidence, decision and per-arm evidence.
@@ -327,6 +341,8 @@ def fuse(
     place on the calibration's ramp), whether the semantic arm nominated it or not; a candidate
     without one is judged on its lexical evidence alone. `absent`: the scope lacks what makes
     the question specific (`carryd.index.absence`): every confidence falls (`absent_confidence`).
+    `unmet`: the question names what the whole root lacks (`carryd.index.absence.unmet_names`):
+    every confidence falls the same, but for a paraphrase the model reads (`_paraphrase`).
 
     `neighbours` (direct candidate id → its neighbours) turns parent propagation on; it is
     used only when there are fewer than `PROPAGATION_MIN_CANDIDATES` direct candidates.
@@ -353,7 +369,8 @@ def fuse(
         lexical = by_arm.get("lexical")
         semantic = by_arm.get("semantic")
         place = places.get(entry_id) if places is not None else None
-        confidence = absent_confidence(_confidence(lexical, semantic, place), absent)
+        lowered = absent or (unmet and not _paraphrase(lexical, place))
+        confidence = absent_confidence(_confidence(lexical, semantic, place), lowered)
         score = sum(item.contribution for item in by_arm.values()) if mode == "rrf" else confidence
         hits.append(
             FusedHit(

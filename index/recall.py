@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from carryd.index.absence import absent_terms
+from carryd.index.absence import absent_terms, unmet_names
 from carryd.index.fusion import (
     Arm,
     ArmCandidate,
@@ -111,13 +111,15 @@ class RecallHit:
 class RecallAnswer:
     """A query's answer: only `inject` hits, best first; `degraded` says why an arm is out;
     `absent`: the question's specific terms the scope lacks (`carryd.index.absence`), which
-    lowered every hit's confidence (in process only: the JSON answer's confidences say it)."""
+    lowered every hit's confidence, and `unmet`: its names the root lacks, which lowered every
+    hit but a paraphrase (in process only: the JSON answer's confidences say it)."""
 
     query: str
     workspace: str | None
     degraded: str | None
     hits: tuple[RecallHit, ...]
     absent: tuple[str, ...] = ()
+    unmet: tuple[str, ...] = ()
 
 
 def recall(
@@ -153,6 +155,7 @@ def recall(
         query_terms.postings,
         None if scope.workspace is None else scope.lexical_mask,
     )
+    unmet = unmet_names(query_terms.text, query_terms.terms, query_terms.postings)
     fused = fuse(
         arms,
         min_confidence=options.min_confidence,
@@ -160,10 +163,11 @@ def recall(
         neighbours=neighbours,
         places=places,
         absent=bool(absent),
+        unmet=bool(unmet),
     )
     chosen = [hit for hit in fused if hit.decision == "inject"][: options.limit]
     hits = tuple(_hit(hit, snapshot.rows[hit.id]) for hit in chosen)
-    return RecallAnswer(query_terms.text, scope.workspace, problem, hits, absent)
+    return RecallAnswer(query_terms.text, scope.workspace, problem, hits, absent, unmet)
 
 
 def nearest(

@@ -27,6 +27,7 @@ from recall_bench.fitting import CURRENT, summarise
 from recall_bench.reports import print_set
 from recall_bench.sets import (
     ARM_DEPTH,
+    HELD_OUT,
     NEARMISS,
     REPO,
     SETS,
@@ -228,8 +229,9 @@ def evidence(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Given a question (real, invented or near) asked in its workspace, return its fused
     answer (every candidate, limit EVIDENCE_DEPTH) and the evidence record `summarise` reads:
-    per hit (share, saturation, place, relevant), and whether the scope lacks the question's
-    specific terms (`carryd.index.absence`)."""
+    per hit (share, saturation, place, relevant, lowered by the evidence of absence), and the
+    question's terms that evidence read (`carryd.index.absence`: specific terms the scope
+    lacks, names the root lacks)."""
     typed = run.recaller.answer(
         item["query"], workspace=item.get("workspace"), limit=EVIDENCE_DEPTH, min_confidence=0.0
     )
@@ -241,13 +243,16 @@ def evidence(
         if lexical is not None:
             share, saturation = lexical["share"], lexical["saturation"]
         relevant = any(g.overlaps(run.span[hit["id"]]) for g in gold)
-        return [share, saturation, hit.get("place"), relevant]
+        place = hit.get("place")
+        paraphrase = lexical is None and place is not None and place >= 1.0
+        lowered = bool(typed.absent) or (bool(typed.unmet) and not paraphrase)
+        return [share, saturation, place, relevant, lowered]
 
     record = {
         "kind": kind,
         "half": item.get("half"),
         "category": item.get("category"),
-        "absent": list(typed.absent),
+        "absent": [*typed.absent, *typed.unmet],
         "hits": [row(hit) for hit in answer["hits"]],
     }
     return answer, record
@@ -330,17 +335,20 @@ def _measure(
 
 
 def independent(which: str, model: Path, work: Path, gate: float) -> dict[str, float]:
-    """Given "dev" or "test", index bench/recall_nearmiss/<which>/root with the model and
-    return the share of answerable questions whose gold passes `gate`, the share of near
-    misses that inject a hit, and fused R@5 of the answerable ones. Only "dev" prints per
-    question (the near misses that inject); "test" is held out: one summary line, nothing
-    per question, and its evidence is never kept."""
+    """Given a root of bench/recall_nearmiss ("dev", "dev2", "test"), index it with the model
+    and return the share of answerable questions whose gold passes `gate`, the share of near
+    misses that inject a hit, and fused R@5 of the answerable ones. A development root prints
+    them per workspace too, and the near misses that inject; "test" is held out: one summary
+    line, nothing per question or workspace, and its evidence is never kept."""
     folder = NEARMISS / which
     root = work / f"nearmiss-{which}"
     shutil.copytree(folder / "root", root)
     run = open_indexed(root, model, False)
+    held_out = which == HELD_OUT
+    by_workspace: dict[str, dict[str, list[float]]] = collections.defaultdict(
+        lambda: collections.defaultdict(list)
+    )
     try:
-        gold_pass, injected, recall5 = [], [], []
         shown = 0
         for item in read_jsonl(folder / "queries.jsonl"):
             gold = gold_of(item)
@@ -348,14 +356,17 @@ def independent(which: str, model: Path, work: Path, gate: float) -> dict[str, f
                 item["query"], workspace=item["workspace"], limit=EVIDENCE_DEPTH, min_confidence=0.0
             )
             passing = [hit for hit in answer["hits"] if hit["confidence"] >= gate]
+            figures = by_workspace[item["workspace"]]
             if item["kind"] == "answerable":
-                gold_pass.append(
+                figures["gold"].append(
                     any(any(g.overlaps(run.span[h["id"]]) for g in gold) for h in passing)
                 )
-                recall5.append(metrics([run.span[h["id"]] for h in answer["hits"][:TOP]], gold)[1])
+                figures["r5"].append(
+                    metrics([run.span[h["id"]] for h in answer["hits"][:TOP]], gold)[1]
+                )
             else:
-                injected.append(bool(passing))
-                if which == "dev" and passing and shown < 12:
+                figures["near"].append(bool(passing))
+                if not held_out and passing and shown < 12:
                     shown += 1
                     print(
                         f"   near miss injected: {item['query']!r} in {item['workspace']} →"
@@ -363,15 +374,37 @@ def independent(which: str, model: Path, work: Path, gate: float) -> dict[str, f
                     )
     finally:
         run.store.close()
+    if not held_out:
+        for workspace in sorted(by_workspace):
+            _independent_line(f"{which} / {workspace}", by_workspace[workspace], gate, "    ")
+    return _independent_line(which, _pooled(by_workspace.values()), gate, "  ")
+
+
+def _pooled(parts: Any) -> dict[str, list[float]]:
+    pooled: dict[str, list[float]] = collections.defaultdict(list)
+    for part in parts:
+        for key, values in part.items():
+            pooled[key].extend(values)
+    return pooled
+
+
+def _independent_line(
+    name: str, lists: dict[str, list[float]], gate: float, indent: str
+) -> dict[str, float]:
+    """Print and return one line of the independent set's figures."""
+
+    def mean(values: list[float]) -> float:
+        return statistics.fmean(values) if values else float("nan")
+
     figures = {
-        "gold_passing": statistics.fmean(gold_pass),
-        "near_injected": statistics.fmean(injected),
-        "r5": statistics.fmean(recall5),
-        "answerable": len(gold_pass),
-        "near": len(injected),
+        "gold_passing": mean(lists["gold"]),
+        "near_injected": mean(lists["near"]),
+        "r5": mean(lists["r5"]),
+        "answerable": len(lists["gold"]),
+        "near": len(lists["near"]),
     }
     print(
-        f"  independent near-miss {which} at gate {gate:.2f}: answerable gold passing"
+        f"{indent}independent near-miss {name} at gate {gate:.2f}: answerable gold passing"
         f" {figures['gold_passing']:.1%} of {figures['answerable']}, near misses injected"
         f" {figures['near_injected']:.1%} of {figures['near']}, fused R@5 {figures['r5']:.3f}"
     )

@@ -12,6 +12,12 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent.parent
 NEARMISS = REPO / "bench" / "recall_nearmiss"
+# The independent near-miss roots: `dev` and `dev2` (two authors) are development roots, `test`
+# is held out (one summary line). Those on disk, in this order.
+INDEPENDENT = tuple(
+    which for which in ("dev", "dev2", "test") if (NEARMISS / which / "queries.jsonl").is_file()
+)
+HELD_OUT = "test"
 
 SETS = {
     "locomo": "negative_queries_locomo.jsonl",
