@@ -102,6 +102,16 @@ def _entropy(value: str) -> float:
     return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
 
 
+def _one_body(block: str) -> bool:
+    """Given lines of base64, return whether they can be one wrapped body: base64 pads only its
+    end, so a line ending in `=` before the last one (not counting an armour checksum line
+    `=abcd`) makes the lines a list of separate values (`wg show` peers, a list of digests)."""
+    lines = [line.strip() for line in block.splitlines() if line.strip()]
+    if lines and lines[-1].startswith("="):
+        lines.pop()
+    return not any(line.endswith("=") for line in lines[:-1])
+
+
 def _looks_like_aws_secret(value: str) -> bool:
     """40 base64 characters of all three classes with the entropy of random bytes (~4.6 bits);
     hex digests (lowercase only) and paths made of words (lower entropy) stay."""
@@ -177,7 +187,7 @@ _TOKEN_RULES: tuple[Rule, ...] = (
             r"(?:[ \t]*[A-Za-z0-9+/]{1,76}={0,2}[ \t]*(?:\r?\n|\Z))?"
             r"(?:[ \t]*=[A-Za-z0-9+/]{4}[ \t]*(?:\r?\n|\Z))?"
         ),
-        lambda block: _looks_like_aws_secret("".join(block.split())),
+        lambda block: _one_body(block) and _looks_like_aws_secret("".join(block.split())),
         group=False,
         block_of_lines=True,
     ),

@@ -12,7 +12,14 @@ from __future__ import annotations
 import re
 
 from carryd.index.redact_finding import Finding
-from carryd.index.redact_lexicon import entropy, has_digit, public_shape, random_like
+from carryd.index.redact_lexicon import (
+    entropy,
+    has_digit,
+    name_parts,
+    public_shape,
+    random_like,
+    secret_name,
+)
 
 __all__ = ["find_by_shape"]
 
@@ -75,11 +82,35 @@ _DIGEST_BEFORE = re.compile(
 )
 
 
+# Words and numbers joined by separators: a file name, a version, a slug
+# (`acme-cli_3.4.1_linux_amd64.tar.gz`), not a random run. A piece is letters, optionally
+# followed by a few digits (`amd64`, `v2`), or digits alone.
+_WORDY_PIECE = re.compile(r"[A-Za-z]{1,16}[0-9]{0,3}|[0-9]{1,10}")
+_SEPARATORS = re.compile(r"[_\-.]")
+
+
+def _words_joined(run: str) -> bool:
+    """Given a run, return whether it is three or more words or numbers joined by `_`, `-` or
+    `.`: the pieces of a random token mix letters and digits at random, a name's do not."""
+    pieces = [piece for piece in _SEPARATORS.split(run) if piece]
+    return len(pieces) >= 3 and all(_WORDY_PIECE.fullmatch(piece) for piece in pieces)
+
+
+def _padded_base64(run: str) -> bool:
+    """Given a run, return whether it ends in base64 padding (`=`) at a length that is a
+    multiple of 4: a base64 blob, which like one holding `+` or `/` is judged by its context."""
+    return run.endswith("=") and len(run) % 4 == 0
+
+
 def _run_kind(run: str) -> bool:
     """Given a run of token characters, return whether its shape is a credential's."""
+    if _padded_base64(run):
+        return False
     run = run.rstrip(".=")
     if "/" in run or "+" in run or public_shape(run) or _CARRYD_ID.fullmatch(run):
         return False  # base64 blobs and paths are judged by their context, not their shape
+    if _words_joined(run):
+        return False
     prefix = _PREFIX.match(run)
     if prefix is not None and prefix.group()[:-1].lower() in _PUBLIC_PREFIXES:
         return False
@@ -115,9 +146,33 @@ def _shaped(text: str) -> list[Finding]:
         line_start = max(0, text.rfind("\n", max(0, match.start() - 80), match.start()) + 1)
         if _PUBLIC_WORDS.search(text, max(line_start, match.start() - 80), match.start()):
             continue  # `wallet address 7xKX…`, `public key …`: public by what the line says
+        if _named_an_id(text, line_start, match.start()):
+            continue
         if _run_kind(match.group()):
             found.append(Finding(match.start(), match.end(), "token"))
     return found
+
+
+# `name=`, `name: `, `"name": "` right before a value.
+_NAME_BEFORE = re.compile(r"([A-Za-z_][\w.\-]{0,62})[\"']?[ \t]{0,3}(?:=|:)[ \t]{0,3}[\"'`]?$")
+# Ids that people keep secret: a session's, a login's.
+_SECRET_ID_PARTS = frozenset({"session", "sess", "auth", "access", "refresh", "csrf", "xsrf"})
+
+
+def _named_an_id(text: str, line_start: int, start: int) -> bool:
+    """Given the start of a value and of its line, return whether the name it is assigned to
+    says it is an id (`scroll_id=`, `traceId:`, `"request-id": "`): random by design, public,
+    unless the name says it holds a secret or a session's id."""
+    name = _NAME_BEFORE.search(text, max(line_start, start - 70), start)
+    if name is None:
+        return False
+    parts = name_parts(name.group(1))
+    return (
+        bool(parts)
+        and parts[-1] in ("id", "ids")
+        and not secret_name(name.group(1))
+        and _SECRET_ID_PARTS.isdisjoint(parts)
+    )
 
 
 # Words before a random token, on its line, that say it is public.
@@ -143,7 +198,9 @@ def _webhooks(text: str) -> list[Finding]:
     return found
 
 
-_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+# Forty characters standing alone: a run of base64url (`-`, `_`) is longer than forty, and a
+# window of it is no AWS secret.
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=_\-])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=_\-])")
 # Words that make a random 40-character string public: it is a cache key, a digest, an id.
 _PUBLIC_CONTEXT = re.compile(
     r"(?i)cache|etag|hash|digest|checksum|fingerprint|sha\d|commit|revision|nonce|"
