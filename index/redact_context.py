@@ -14,6 +14,7 @@ from functools import cache
 
 from carryd.index.redact_finding import VALUE, Finding, Retries, Value, value_span
 from carryd.index.redact_lexicon import (
+    COMPOUND_TAILS,
     NOT_CREDENTIAL_BEFORE_KEY,
     PASSWORD_LABELS,
     TOKEN_LABELS,
@@ -102,12 +103,35 @@ def _label_hits(text: str) -> list[tuple[int, int, bool]]:
             while position >= 0:
                 hits.append((position, position + len(label), is_password))
                 position = lowered.find(label, position + 1)
+    hits.extend(_compound_tails(lowered))
     hits.sort(key=lambda hit: (hit[0], -hit[1]))
     kept: list[tuple[int, int, bool]] = []
     for hit in hits:
         if not kept or hit[0] >= kept[-1][1]:
             kept.append(hit)
     return kept
+
+
+def _compound_tails(lowered: str) -> list[tuple[int, int, bool]]:
+    """Given a lowercase text, return the labels that end a longer word (`…schlüssel`,
+    `…passwort`): the word is the label's span, so a value after it is taken as after the
+    label itself."""
+    hits: list[tuple[int, int, bool]] = []
+    for tail, is_password in COMPOUND_TAILS:
+        position = lowered.find(tail)
+        while position >= 0:
+            end = position + len(tail)
+            if (
+                position > 0
+                and lowered[position - 1].isalpha()
+                and not (end < len(lowered) and lowered[end].isalnum())
+            ):
+                start = position
+                while start > 0 and position - start < 40 and lowered[start - 1].isalpha():
+                    start -= 1
+                hits.append((start, end, is_password))
+            position = lowered.find(tail, end)
+    return hits
 
 
 # After a label: a short filler (`for the server account`, `(valid 90 days)`), a separator and

@@ -173,7 +173,28 @@ TOKEN_LABELS = (
     "backup codes",
     "key",
 )
+# Labels that languages which compound words put at the end of a longer word
+# (`Anwendungsschlüssel`, `Datenbankpasswort`, `beheerderswachtwoord`, `pääsyavain`): found
+# inside a word when they end it. (label, is a password label)
+COMPOUND_TAILS = (
+    ("passwort", True),
+    ("kennwort", True),
+    ("wachtwoord", True),
+    ("lösenord", True),
+    ("losenord", True),
+    ("adgangskode", True),
+    ("salasana", True),
+    ("schlüssel", False),
+    ("sleutel", False),
+    ("nyckel", False),
+    ("nøkkel", False),
+    ("nøgle", False),
+    ("avain", False),
+    ("token", False),
+)
 # A key word right after these is not a credential label (a cache key, a table's primary key).
+# Not `routing`: a broker's routing key is words (`orders.created`), which no value check
+# takes, and a random one is an integration key (PagerDuty's Events API).
 NOT_CREDENTIAL_BEFORE_KEY = frozenset(
     {
         "cache",
@@ -185,7 +206,6 @@ NOT_CREDENTIAL_BEFORE_KEY = frozenset(
         "idempotency",
         "hash",
         "dedup",
-        "routing",
         "lookup",
         "map",
         "dict",
@@ -378,6 +398,20 @@ def _patterned(value: str) -> bool:
     return steps >= 0.4 * (len(sample) - 1)
 
 
+# Words and numbers joined by separators: a file name, a version, a slug, a routing key
+# (`tool-cli_3.4.1_linux_amd64.tar.gz`, `invoice.paid.v2`). A piece is letters, optionally
+# followed by a few digits (`amd64`, `v2`), or digits alone.
+_WORDY_PIECE = re.compile(r"[A-Za-z]{1,16}[0-9]{0,3}|[0-9]{1,10}")
+_SEPARATORS = re.compile(r"[_\-.]")
+
+
+def words_joined(value: str) -> bool:
+    """Given a value, return whether it is three or more words or numbers joined by `_`, `-`
+    or `.`: the pieces of a random token mix letters and digits at random, a name's do not."""
+    pieces = [piece for piece in _SEPARATORS.split(value[:_SAMPLE]) if piece]
+    return len(pieces) >= 3 and all(_WORDY_PIECE.fullmatch(piece) for piece in pieces)
+
+
 def random_like(value: str, minimum: int = 16) -> bool:
     """Given a string, return whether it reads like generated key material: long enough, with
     letters and digits (or two letter cases), the entropy of random characters for its
@@ -391,14 +425,16 @@ def random_like(value: str, minimum: int = 16) -> bool:
     upper = _UPPER.search(sample) is not None
     lower = _LOWER.search(sample) is not None
     classes = digits + upper + lower
-    if classes < 2 or not (upper or lower) or _patterned(sample):
+    if classes < 2 or not (upper or lower) or _patterned(sample) or words_joined(sample):
         return False
     if len(_CLASS_CHANGE.findall(sample)) < 0.25 * (len(sample) - 1):
         return False
     bits = entropy(sample)
     if _HEX_ONLY.fullmatch(sample):
-        # Hex: 16 symbols, a random string has ~4 bits each (less when short).
-        return bits >= min(3.5, math.log2(len(sample)) - 0.7)
+        # Hex: 16 symbols. n random ones show about 4 - 15 / (2 n ln 2) bits each (3.66 for
+        # 32); the bar is that less a margin of ~2.5 standard deviations, so 1 random key in
+        # 300 is taken for a pattern (a bar of 3.5 refused 1 in 5 random 32-hex keys).
+        return bits >= min(3.5, 4 - 15 / (2 * len(sample) * math.log(2)) - 0.45)
     threshold = min(4.0, math.log2(len(sample)) - 0.9) if classes == 3 else 3.4
     return bits >= min(threshold, math.log2(len(sample)) - 0.9)
 
@@ -425,7 +461,10 @@ def credential_value(value: str, quoted: bool, password: bool) -> bool:
     if password:
         return digit or (quoted and len(value) >= 12)
     letter = _UPPER.search(value) is not None or _LOWER.search(value) is not None
-    return digit and letter and len(value) >= 12 and entropy(value) >= 3.2
+    # A key is no words joined (`invoice.paid.v2` is a routing key's name); a password may be.
+    return (
+        digit and letter and len(value) >= 12 and entropy(value) >= 3.2 and not words_joined(value)
+    )
 
 
 def path_like(value: str) -> bool:

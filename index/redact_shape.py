@@ -9,6 +9,8 @@ characters: linear time.
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 
 from carryd.index.redact_finding import Finding
@@ -19,6 +21,7 @@ from carryd.index.redact_lexicon import (
     public_shape,
     random_like,
     secret_name,
+    words_joined,
 )
 
 __all__ = ["find_by_shape"]
@@ -82,34 +85,49 @@ _DIGEST_BEFORE = re.compile(
 )
 
 
-# Words and numbers joined by separators: a file name, a version, a slug
-# (`acme-cli_3.4.1_linux_amd64.tar.gz`), not a random run. A piece is letters, optionally
-# followed by a few digits (`amd64`, `v2`), or digits alone.
-_WORDY_PIECE = re.compile(r"[A-Za-z]{1,16}[0-9]{0,3}|[0-9]{1,10}")
-_SEPARATORS = re.compile(r"[_\-.]")
-
-
-def _words_joined(run: str) -> bool:
-    """Given a run, return whether it is three or more words or numbers joined by `_`, `-` or
-    `.`: the pieces of a random token mix letters and digits at random, a name's do not."""
-    pieces = [piece for piece in _SEPARATORS.split(run) if piece]
-    return len(pieces) >= 3 and all(_WORDY_PIECE.fullmatch(piece) for piece in pieces)
-
-
 def _padded_base64(run: str) -> bool:
     """Given a run, return whether it ends in base64 padding (`=`) at a length that is a
     multiple of 4: a base64 blob, which like one holding `+` or `/` is judged by its context."""
     return run.endswith("=") and len(run) % 4 == 0
 
 
+def _public_json(run: str) -> bool:
+    """Given a run, return whether it is base64 of a JSON object or array (it starts `eyJ` or
+    `W3`) whose names say nothing of a secret: data, public by what it decodes to. A JWT has
+    dots and is no single run; a docker `auths` blob names `auth` and stays a secret."""
+    if not run.startswith(("eyJ", "W3")) or len(run) > 65536:
+        return False
+    padded = run + "=" * (-len(run) % 4)
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(padded.replace("+", "-").replace("/", "_")))
+    except (ValueError, RecursionError):  # not base64, UTF-8 or JSON; or nested too deep
+        return False
+    return not _names_a_secret(decoded, 0)
+
+
+def _names_a_secret(value: object, depth: int) -> bool:
+    """Given decoded JSON, return whether one of its names (at any depth up to 8) says it holds
+    a secret, or it is nested too deep to tell."""
+    if depth > 8:
+        return True
+    if isinstance(value, dict):
+        return any(
+            secret_name(str(name)) or _names_a_secret(member, depth + 1)
+            for name, member in value.items()
+        )
+    if isinstance(value, list):
+        return any(_names_a_secret(member, depth + 1) for member in value)
+    return False
+
+
 def _run_kind(run: str) -> bool:
     """Given a run of token characters, return whether its shape is a credential's."""
-    if _padded_base64(run):
+    if _padded_base64(run) or _public_json(run):
         return False
     run = run.rstrip(".=")
     if "/" in run or "+" in run or public_shape(run) or _CARRYD_ID.fullmatch(run):
         return False  # base64 blobs and paths are judged by their context, not their shape
-    if _words_joined(run):
+    if words_joined(run):
         return False
     prefix = _PREFIX.match(run)
     if prefix is not None and prefix.group()[:-1].lower() in _PUBLIC_PREFIXES:

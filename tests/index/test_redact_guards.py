@@ -11,7 +11,7 @@ import random
 import string
 
 import pytest
-from carryd.index.redact import redact
+from carryd.index.redact import MARKER_PREFIX, find_secrets, redact
 
 from tests.secret_corpus import leaks
 
@@ -130,3 +130,71 @@ _DEFAULT = _draw(ALNUM, 14) + "!7"
 def test_the_guards_keep_no_secret(text: str, secret: str) -> None:
     """A session's id, a private key named so, a password given as a default stay secret."""
     _assert_redacted(text, secret)
+
+
+def _b64_json(value: object) -> str:
+    return base64.b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+
+def test_base64_of_json_without_secret_names_survives() -> None:
+    text = "config: " + _b64_json({"feature_flags": {"beta_search": True}, "rollout": 40})
+    assert redact(text) == text
+
+
+def test_base64_of_json_that_names_a_secret_is_redacted() -> None:
+    auth = base64.b64encode(f"ci:{_draw(ALNUM, 16)}".encode()).decode()
+    blob = _b64_json({"auths": {"registry.example": {"auth": auth}}})
+    _assert_redacted(f"pull secret {blob}", blob)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'channel.basic_publish(exchange="events", routing_key="invoice.paid.v2")',
+        "the routing key = user.42.updated",
+        "routing_key: orders.created",
+    ],
+)
+def test_a_routing_key_made_of_words_survives(text: str) -> None:
+    assert redact(text) == text
+
+
+_ROUTING = [_draw(HEX, 32) for _ in range(12)]
+
+
+@pytest.mark.parametrize("key", _ROUTING)
+def test_a_random_routing_key_is_an_integration_key(key: str) -> None:
+    """PagerDuty's Events API takes its integration key as `routing_key`; twelve random
+    32-hex keys, since a bar on entropy refused one in five of them."""
+    _assert_redacted(f'-d \'{{"routing_key":"{key}","event_action":"trigger"}}\'', key)
+
+
+_APP_KEY = _draw(HEX, 40)
+_DB_PASSWORD = _draw(ALNUM, 12) + "#4"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        pytest.param(f"Anwendungsschlüssel = `{_APP_KEY}`", _APP_KEY, id="de-compound-key"),
+        pytest.param(f"Datenbankpasswort: {_DB_PASSWORD}", _DB_PASSWORD, id="de-compound-pw"),
+        pytest.param(
+            f"Het beheerderswachtwoord is {_DB_PASSWORD}", _DB_PASSWORD, id="nl-compound-pw"
+        ),
+    ],
+)
+def test_a_label_that_ends_a_compound_word_names_its_secret(text: str, secret: str) -> None:
+    _assert_redacted(text, secret)
+
+
+def test_a_compound_word_without_a_value_is_kept() -> None:
+    text = "Der Anwendungsschlüssel liegt im Tresor; das Datenbankpasswort wird rotiert."
+    assert redact(text) == text
+
+
+def test_a_long_secret_carried_to_its_token_end_keeps_a_joined_character_whole() -> None:
+    body = "\n".join(_b64(48) for _ in range(8))
+    text = f"-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----x\u200d |"
+    for secret in find_secrets(text):
+        assert text[secret.end - 1] != "\u200d", secret
+    assert MARKER_PREFIX in redact(text)
