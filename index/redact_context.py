@@ -13,12 +13,15 @@ import unicodedata
 from functools import cache
 
 from carryd.index.redact_finding import VALUE, Finding, Retries, Value, value_span
-from carryd.index.redact_lexicon import (
+from carryd.index.redact_labels import (
     COMPOUND_TAILS,
     NOT_CREDENTIAL_BEFORE_KEY,
     PASSWORD_LABELS,
     TOKEN_LABELS,
+)
+from carryd.index.redact_lexicon import (
     credential_value,
+    has_digit,
     path_like,
     random_like,
     secret_like,
@@ -175,7 +178,8 @@ def _labelled(text: str) -> list[Finding]:
         retries.refused(examined_end)
         introduced = _LINE_END.match(text, position)
         if introduced is not None:
-            lines = _introduced_lines(text, introduced.end() + 1)
+            codes = "code" in text[start:position].lower()
+            lines = _introduced_lines(text, introduced.end() + 1, codes)
             found.extend(lines)
             if lines:
                 retries.accepted(lines[-1].end)
@@ -225,9 +229,24 @@ _LIST_MARKER = re.compile(
 )
 
 
-def _introduced_lines(text: str, start: int) -> list[Finding]:
+# One backup or recovery code: groups of letters and digits (`9486-6388`, `k3j2-9x0q`).
+_CODE = re.compile(r"[0-9A-Za-z]{3,10}(?:-[0-9A-Za-z]{3,10}){0,3}")
+
+
+def _code(item: str) -> bool:
+    """Given a list item under a codes label (`backup codes:`), return whether it is a code:
+    grouped letters and digits, 6+ of them, a digit among them."""
+    return (
+        _CODE.fullmatch(item) is not None
+        and sum(character.isalnum() for character in item) >= 6
+        and has_digit(item)
+    )
+
+
+def _introduced_lines(text: str, start: int, codes: bool = False) -> list[Finding]:
     """Given the start of the lines after `label:` at a line's end, return the secret-looking
-    items of the list or lines that follow (recovery codes, a key on its own line)."""
+    items of the list or lines that follow (recovery codes, a key on its own line); under a
+    label that names codes, short numeric codes too."""
     found: list[Finding] = []
     position = start
     seen_content = False
@@ -242,7 +261,7 @@ def _introduced_lines(text: str, start: int) -> list[Finding]:
                 break
         else:
             item = _LIST_MARKER.match(line)
-            if item is None or not secret_like(item.group(1)):
+            if item is None or not (secret_like(item.group(1)) or (codes and _code(item.group(1)))):
                 break
             seen_content = True
             found.append(Finding(position + item.start(1), position + item.end(1), "password"))

@@ -253,6 +253,34 @@ _UPPER = re.compile(r"[A-Z]")
 _LOWER = re.compile(r"[a-z]")
 
 
+# A product or license key: 4-8 groups of 4-8 capitals and digits (`XXXX-XXXXXX-XXXXXX-…`).
+_GROUPED_KEY = re.compile(
+    r"(?<![A-Za-z0-9\-])[A-Z0-9]{4,8}(?:-[A-Z0-9]{4,8}){3,7}(?![A-Za-z0-9\-])"
+)
+# Words that say a license or product key is near, in the languages notes are written in.
+_LICENSE_WORDS = re.compile(
+    r"(?i)licen[cs]|lizenz|licença|licenza|licentie|serial|product[ _-]?key|activat|aktivier|"
+    r"ライセンス|プロダクトキー|许可证|授权码|序列号|激活码|라이선스|라이센스|시리얼|лиценз|"
+    r"ключ продукта|серийн"
+)
+
+
+def _grouped_keys(text: str) -> list[Finding]:
+    """Given a text, return the product and license keys in it: grouped capitals and digits,
+    two or more groups mixing both (a random key's groups do; a part number's and an
+    uppercase UUID's, hex only, do not), with a word naming a license in the 300 characters
+    before it."""
+    found: list[Finding] = []
+    for match in _GROUPED_KEY.finditer(text):
+        groups = match.group().split("-")
+        mixed = sum(1 for group in groups if has_digit(group) and not group.isdigit())
+        if mixed < 2 or _HEX.fullmatch(match.group().replace("-", "")):
+            continue
+        if _LICENSE_WORDS.search(text, max(0, match.start() - 300), match.start()):
+            found.append(Finding(match.start(), match.end(), "license_key"))
+    return found
+
+
 def find_by_shape(text: str) -> list[Finding]:
     """Given a text, return the credentials its token shapes show."""
-    return [*_shaped(text), *_webhooks(text), *_aws_secrets(text)]
+    return [*_shaped(text), *_webhooks(text), *_aws_secrets(text), *_grouped_keys(text)]

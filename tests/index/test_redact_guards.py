@@ -198,3 +198,89 @@ def test_a_long_secret_carried_to_its_token_end_keeps_a_joined_character_whole()
     for secret in find_secrets(text):
         assert text[secret.end - 1] != "\u200d", secret
     assert MARKER_PREFIX in redact(text)
+
+
+def _key(length: int) -> str:
+    """A generated key of all three character classes."""
+    while True:
+        value = _draw(ALNUM, length)
+        if any(c.isdigit() for c in value) and value.lower() != value and value.upper() != value:
+            return value
+
+
+_KEY_ID, _KEY_SECRET, _COMMUNITY = _key(24), _key(30), _key(12) + "7"
+
+
+@pytest.mark.parametrize(
+    ("text", "secrets"),
+    [
+        pytest.param(
+            f"objutil config -e oss.example.test -i {_KEY_ID} -k {_KEY_SECRET}",
+            (_KEY_ID, _KEY_SECRET),
+            id="unknown-tool-short-flags",
+        ),
+        pytest.param(f"acmectl push --api={_KEY_SECRET} ./dist", (_KEY_SECRET,), id="long-flag"),
+        pytest.param(
+            f"snmpwalk -v2c -c {_COMMUNITY} 10.1.0.2 IF-MIB::ifOperStatus",
+            (_COMMUNITY,),
+            id="snmp-community",
+        ),
+    ],
+)
+def test_a_generated_key_passed_as_a_flag_is_redacted(text: str, secrets: tuple[str, ...]) -> None:
+    _assert_redacted(text, *secrets)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "docker run --name web-7d9f8b6c5-x2lkq -p 8080:80 nginx:1.27",
+        f"git show --stat {_draw(HEX, 40)}",
+        f"aws kms describe-key --key-id {_key(24)}",
+        f"gh run view --job-id {_key(22)} --log",
+        "pytest -k TestRedactionGuardsAndMore -x",
+        "ffmpeg -i Holiday2024SummerTrip.mp4 -c copy out.mkv",
+        "snmpwalk -v2c -c public 10.1.0.2 system",
+    ],
+)
+def test_a_command_line_flag_with_a_public_value_is_kept(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_backup_codes_under_their_label_are_redacted() -> None:
+    codes = [f"{_random.randint(1000, 9999)}-{_random.randint(1000, 9999)}" for _ in range(4)]
+    text = "MFA for the shared account.\n\nBackup codes:\n" + "\n".join(f"- {c}" for c in codes)
+    _assert_redacted(text, *codes)
+
+
+def test_numbers_in_a_list_without_a_codes_label_are_kept() -> None:
+    text = "Ports to open:\n- 8080-8089\n- 9000-9010\n\nRelease notes:\n- 2024-06\n- 1234-5678"
+    assert redact(text) == text
+
+
+def _grouped(*sizes: int) -> str:
+    while True:
+        groups = [_draw(string.ascii_uppercase + string.digits, size) for size in sizes]
+        if sum(any(c.isdigit() for c in g) and not g.isdigit() for g in groups) >= 2:
+            return "-".join(groups)
+
+
+_LICENSE = _grouped(4, 6, 6, 6)
+
+
+def test_a_license_key_answered_in_a_chat_is_redacted() -> None:
+    text = f"> ann: do you still have the profiler licence?\n>\n> bo: {_LICENSE}\n> ann: thanks"
+    _assert_redacted(text, _LICENSE)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"request {_draw(HEX, 8).upper()}-{_draw(HEX, 4).upper()}-4{_draw(HEX, 3).upper()}-"
+        f"A{_draw(HEX, 3).upper()}-{_draw(HEX, 12).upper()} failed; licence check skipped",
+        f"order {_grouped(4, 6, 6, 6)} shipped to the warehouse",
+        "licensed parts: ABCD-EFGH-IJKL-MNOP and 2024-0611-0001-0002",
+    ],
+)
+def test_grouped_capitals_without_a_license_word_or_mix_are_kept(text: str) -> None:
+    assert redact(text) == text
