@@ -14,6 +14,11 @@ lists PEM and PGP blocks) is scored by its body: each line between the armour li
 newlines and at the `\\n` escapes of a JSON string) must be gone. The armour lines name the kind
 of key and are no secret; a redaction that keeps them and drops the body is caught, one that keeps
 any 8 characters of the body is not.
+
+A run of 8 characters of a secret that the text also holds outside every copy of the secret is
+no evidence of a leak: `:rubygems_api_key: rubygems_<hex>` keeps `rubygems` in its name. The
+summary gives the strict count beside it (every 8-character run counts, as
+`tests/secret_corpus.py` checks), so figures stay comparable with earlier ones.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from carryd.index.redact import redact  # noqa: E402
 
-from tests.secret_corpus import leaks  # noqa: E402
+from tests.secret_corpus import WINDOW, leaks  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -42,12 +47,14 @@ class Score:
     ordinary: int
     missed: tuple[str, ...]
     changed: tuple[str, ...]
+    strict_caught: int
 
     def summary(self, split: str) -> str:
         share = 100 * self.caught / self.total if self.total else 0.0
         return (
-            f"{split}: caught {self.caught}/{self.total} ({share:.1f}%), "
-            f"false positives {self.false_positives}/{self.ordinary} ordinary"
+            f"{split}: caught {self.caught}/{self.total} ({share:.1f}%; strict "
+            f"{self.strict_caught}), false positives {self.false_positives}/{self.ordinary} "
+            "ordinary"
         )
 
 
@@ -67,21 +74,44 @@ def scored_pieces(secret: str) -> tuple[str, ...]:
     return body or (secret,)
 
 
-def left_secrets(secrets: tuple[str, ...], redacted: str) -> list[str]:
-    """Given a case's secrets and its redacted text, return those of which a piece survived."""
-    return [
-        secret
-        for secret in secrets
-        if any(leaks(piece, redacted) for piece in scored_pieces(secret))
-    ]
+def _leaked(piece: str, redacted: str, elsewhere: str | None) -> bool:
+    """Given a piece of a secret, the redacted text and the original text with the secret taken
+    out (None: strict), return whether a run of the piece survived that is not also elsewhere."""
+    if elsewhere is None or len(piece) <= WINDOW:
+        found = leaks(piece, redacted)
+        return found is not None and (elsewhere is None or found.lower() not in elsewhere)
+    haystack, needle = redacted.lower(), piece.lower()
+    return any(
+        needle[start : start + WINDOW] in haystack
+        and needle[start : start + WINDOW] not in elsewhere
+        for start in range(len(needle) - WINDOW + 1)
+    )
+
+
+def left_secrets(secrets: tuple[str, ...], redacted: str, original: str | None = None) -> list[str]:
+    """Given a case's secrets, its redacted text and (unless strict) its original text, return
+    the secrets of which a piece survived."""
+    left = []
+    for secret in secrets:
+        elsewhere = None
+        if original is not None:
+            elsewhere = original
+            for other in secrets:
+                elsewhere = elsewhere.replace(other, "\0")
+            elsewhere = elsewhere.lower()
+        if any(_leaked(piece, redacted, elsewhere) for piece in scored_pieces(secret)):
+            left.append(secret)
+    return left
 
 
 def score(split: str) -> Score:
     """Given a split name (dev, dev2 or test), return its score under carryd's redaction."""
     module = importlib.import_module(f"tests.secrets_independent.corpus_{split}")
+    redacted = {case.id: redact(case.text) for case in module.CASES}
     missed = tuple(
-        case.id for case in module.CASES if left_secrets(case.secrets, redact(case.text))
+        case.id for case in module.CASES if left_secrets(case.secrets, redacted[case.id], case.text)
     )
+    strict_missed = sum(1 for case in module.CASES if left_secrets(case.secrets, redacted[case.id]))
     changed = tuple(name for name, text in module.ORDINARY if redact(text) != text)
     return Score(
         len(module.CASES) - len(missed),
@@ -90,6 +120,7 @@ def score(split: str) -> Score:
         len(module.ORDINARY),
         missed,
         changed,
+        len(module.CASES) - strict_missed,
     )
 
 
@@ -100,7 +131,7 @@ def _detail(split: str) -> None:
     module = importlib.import_module(f"tests.secrets_independent.corpus_{split}")
     for case in module.CASES:
         redacted = redact(case.text)
-        left = left_secrets(case.secrets, redacted)
+        left = left_secrets(case.secrets, redacted, case.text)
         if left:
             print(f"MISSED {case.id} ({case.kind}): {len(left)} of {len(case.secrets)} left")
             print("    " + redacted.replace("\n", "\n    "))

@@ -207,7 +207,7 @@ def random_like(value: str, minimum: int = 16) -> bool:
     upper = _UPPER.search(sample) is not None
     lower = _LOWER.search(sample) is not None
     classes = digits + upper + lower
-    if classes < 2 or not (upper or lower) or _patterned(sample) or words_joined(sample):
+    if classes < 2 or not (upper or lower) or _patterned(sample):
         return False
     if len(_CLASS_CHANGE.findall(sample)) < 0.25 * (len(sample) - 1):
         return False
@@ -218,7 +218,8 @@ def random_like(value: str, minimum: int = 16) -> bool:
         # 300 is taken for a pattern (a bar of 3.5 refused 1 in 5 random 32-hex keys).
         return bits >= min(3.5, 4 - 15 / (2 * len(sample) * math.log(2)) - 0.45)
     threshold = min(4.0, math.log2(len(sample)) - 0.9) if classes == 3 else 3.4
-    return bits >= min(threshold, math.log2(len(sample)) - 0.9)
+    # Words joined by separators last: the costliest test, and rarely reached.
+    return bits >= min(threshold, math.log2(len(sample)) - 0.9) and not words_joined(sample)
 
 
 def strong_password(value: str, quoted: bool) -> bool:

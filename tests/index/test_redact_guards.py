@@ -284,3 +284,31 @@ def test_a_license_key_answered_in_a_chat_is_redacted() -> None:
 )
 def test_grouped_capitals_without_a_license_word_or_mix_are_kept(text: str) -> None:
     assert redact(text) == text
+
+
+_HUMAN = "Harbor" + str(_random.randint(100, 999)) + "?lantern" + str(_random.randint(10, 99))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f'- 13:09 Jo logged into the NAS web UI as admin, "{_HUMAN}" (from the sticker)',
+        f"ich habe mich als root mit `{_HUMAN}` angemeldet",
+        f"我用 admin / “{_HUMAN}” 登录了路由器",
+    ],
+)
+def test_a_quoted_password_after_a_login_is_redacted(text: str) -> None:
+    _assert_redacted(text, _HUMAN)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'logged in as "ann.smith2@corp.example" via SSO',
+        'signed in to "grafana.prod.v2" with the "Viewer2024" role',
+        "log in with `~/.ssh/id_ed25519` and run `make deploy`",
+        'after login the banner says "Welcome" and "Version 3.2.1"',
+    ],
+)
+def test_a_login_without_a_password_is_kept(text: str) -> None:
+    assert redact(text) == text
