@@ -120,9 +120,15 @@ def _names_a_secret(value: object, depth: int) -> bool:
     return False
 
 
+# A Bitcoin address in base58 (`1…`, `3…`, both letter cases, no 0, O, I or l): public, and
+# judged so only when nothing names it (a value after `password:` is a password whatever it
+# looks like).
+_BASE58_ADDRESS = re.compile(r"[13](?=.*[A-Z])(?=.*[a-z])[1-9A-HJ-NP-Za-km-z]{25,34}")
+
+
 def _run_kind(run: str) -> bool:
     """Given a run of token characters, return whether its shape is a credential's."""
-    if _padded_base64(run) or _public_json(run):
+    if _padded_base64(run) or _public_json(run) or _BASE58_ADDRESS.fullmatch(run):
         return False
     run = run.rstrip(".=")
     if "/" in run or "+" in run or public_shape(run) or _CARRYD_ID.fullmatch(run):
@@ -173,18 +179,28 @@ def _shaped(text: str) -> list[Finding]:
 
 # `name=`, `name: `, `"name": "` right before a value.
 _NAME_BEFORE = re.compile(r"([A-Za-z_][\w.\-]{0,62})[\"']?[ \t]{0,3}(?:=|:)[ \t]{0,3}[\"'`]?$")
+# The word `id` in prose right before a value (`program id <value>`), and the word before it.
+_ID_WORD_BEFORE = re.compile(
+    r"(?:([A-Za-z]{1,20})[ \t]{1,3})?(?<![\w\-])(?:id|ids|ID|Id)[ \t]{1,3}$"
+)
 # Ids that people keep secret: a session's, a login's.
 _SECRET_ID_PARTS = frozenset({"session", "sess", "auth", "access", "refresh", "csrf", "xsrf"})
 
 
 def _named_an_id(text: str, line_start: int, start: int) -> bool:
     """Given the start of a value and of its line, return whether the name it is assigned to
-    says it is an id (`scroll_id=`, `traceId:`, `"request-id": "`): random by design, public,
-    unless the name says it holds a secret or a session's id."""
+    (`scroll_id=`, `traceId:`, `"request-id": "`, `x-amz-id-2:`) or the word before it
+    (`program id …`) says it is an id: random by design, public, unless the name says it holds
+    a secret or a session's id."""
+    words = _ID_WORD_BEFORE.search(text, max(line_start, start - 40), start)
+    if words is not None:
+        return _SECRET_ID_PARTS.isdisjoint(name_parts(words.group(1) or ""))
     name = _NAME_BEFORE.search(text, max(line_start, start - 70), start)
     if name is None:
         return False
     parts = name_parts(name.group(1))
+    while len(parts) > 1 and parts[-1].isdigit():
+        parts.pop()  # `x-amz-id-2`
     return (
         bool(parts)
         and parts[-1] in ("id", "ids")

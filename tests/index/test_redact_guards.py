@@ -312,3 +312,35 @@ def test_a_quoted_password_after_a_login_is_redacted(text: str) -> None:
 )
 def test_a_login_without_a_password_is_kept(text: str) -> None:
     assert redact(text) == text
+
+
+_B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+def _base58(first: str, length: int) -> str:
+    while True:
+        value = first + _draw(_B58, length - 1)
+        if value.lower() != value and value.upper() != value:
+            return value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(f"send the refund to {_base58('1', 34)} (BTC)", id="bitcoin-address"),
+        pytest.param(f"Solana program id {_base58('7', 44)} deployed", id="program-id-in-prose"),
+        pytest.param(f"x-amz-request-id: 58904DBA41ECCCC3\nx-amz-id-2: {_key(60)}", id="amz-id-2"),
+    ],
+)
+def test_an_address_or_an_id_survives(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_a_labelled_password_shaped_like_an_address_is_redacted() -> None:
+    password = _base58("3", 30)
+    _assert_redacted(f"password: {password}", password)
+
+
+def test_a_session_id_in_prose_stays_secret() -> None:
+    session = _key(40)
+    _assert_redacted(f"the session id {session} was in the log", session)
