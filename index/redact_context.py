@@ -404,13 +404,15 @@ _LOGIN = re.compile(
 # Login words that end a word (`login`, not `loginName`; `creds`, not `credsFile`).
 _WHOLE_LOGIN_WORDS = ("log", "sign", "creds", "connexion", "entrei")
 _QUOTED = re.compile(r"[\"'`“‘«]([^\s\"'`“”‘’«»]{8,64})[\"'`”’»]")
-_SYMBOL_INSIDE = re.compile(r"[^0-9A-Za-z]")
+# A symbol other than the separators of names (`Dashboard-v2`, `api_v2.1` are names).
+_SYMBOL_INSIDE = re.compile(r"[^0-9A-Za-z_.\-]")
 
 
 def _login_quoted(text: str) -> list[Finding]:
     """Given a text, return the quoted passwords within 120 characters of a word saying someone
-    logged in, on its line: a digit, a letter and a symbol inside, or random (`Viewer2024` is a
-    role's name). An address, a path or words joined by dots (a host, a version) are none."""
+    logged in, on its line: a digit, a letter and a symbol other than `-_.` inside, or random
+    and 16+ long (`Viewer2024` and `Dashboard-v2` are names). An address, a path or words
+    joined by dots (a host, a version) are none."""
     found: list[Finding] = []
     reached = 0  # each stretch of a line is read once: linear time
     lowered = text.lower()
@@ -433,7 +435,7 @@ def _login_quoted(text: str) -> list[Finding]:
             if "@" in value or "/" in value or "\\" in value or words_joined(value):
                 continue
             symbol = _SYMBOL_INSIDE.search(value, 1, len(value) - 1) is not None
-            if strong_password(value, True) and (symbol or random_like(value, 12)):
+            if strong_password(value, True) and (symbol or random_like(value, 16)):
                 found.append(Finding(match.start(1), match.end(1), "password"))
     return found
 

@@ -96,6 +96,7 @@ PUBLIC_PARTS = frozenset(
         "ttl",
         "policy",
         "prompt",
+        "stdin",
         "field",
         "column",
         "env",

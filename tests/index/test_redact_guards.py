@@ -344,3 +344,29 @@ def test_a_labelled_password_shaped_like_an_address_is_redacted() -> None:
 def test_a_session_id_in_prose_stays_secret() -> None:
     session = _key(40)
     _assert_redacted(f"the session id {session} was in the log", session)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param('stored in 1Password: "Acme prod API"', id="vault-name"),
+        pytest.param("token: expires_in=3600, token_type=Bearer", id="assignment-as-value"),
+        pytest.param("db_password: !vault |\n  $ANSIBLE_VAULT;1.1;AES256", id="yaml-tag"),
+        pytest.param("MasterUserPassword: !Ref DbPassword", id="cloudformation-tag"),
+        pytest.param(
+            "aws ecr get-login-password | docker login --username AWS --password-stdin "
+            "123456789012.dkr.ecr.eu-west-1.amazonaws.com",
+            id="password-stdin",
+        ),
+        pytest.param('We logged in as admin and saw the "Dashboard-v2" page', id="login-name"),
+    ],
+)
+def test_what_stands_where_a_secret_would_and_is_none_survives(text: str) -> None:
+    assert redact(text) == text
+
+
+_ASSIGNED = _draw(ALNUM, 10) + "=9" + _draw(ALNUM, 4)
+
+
+def test_a_password_holding_an_equals_sign_is_still_redacted() -> None:
+    _assert_redacted(f"password: {_ASSIGNED}", _ASSIGNED)
