@@ -373,6 +373,8 @@ def _to_token_end(text: str, secret: Secret, merged: list[Secret], index: int) -
     end = secret.end
     while end < limit and not text[end].isspace():
         end += 1
+    # The space it stops at may be joined to what came before (`…\u200d `): whole characters.
+    _, end, _, _ = _whole_characters(text, (secret.start, end, 0, secret.kind))
     return Secret(secret.kind, secret.start, end)
 
 

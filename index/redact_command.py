@@ -7,11 +7,20 @@ scheme, and cookie values. Every pattern is bounded: linear time on any line.
 
 from __future__ import annotations
 
+import math
 import re
 from functools import cache
 
 from carryd.index.redact_finding import ATTACHED_VALUE, VALUE, Finding, value_span
-from carryd.index.redact_lexicon import credential_value, random_like, secret_name
+from carryd.index.redact_lexicon import (
+    PUBLIC_PARTS,
+    credential_value,
+    entropy,
+    has_digit,
+    name_parts,
+    random_like,
+    secret_name,
+)
 
 __all__ = ["find_on_command_lines"]
 
@@ -41,6 +50,12 @@ _SHORT_FLAGS: tuple[tuple[tuple[str, ...], str, bool], ...] = (
     (("ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldapwhoami", "ldappasswd"), "w", False),
     (("sqlcmd", "bcp", "zip", "unzip", "ipmitool", "rar"), "P", False),
     (("xfreerdp", "wfreerdp"), "/p:", True),
+    # SNMP v1/v2c: the community string is the shared secret.
+    (
+        ("snmpwalk", "snmpget", "snmpset", "snmpbulkwalk", "snmpbulkget", "snmptable", "snmptrap"),
+        "c",
+        False,
+    ),
 )
 
 
@@ -60,6 +75,39 @@ def _flags(text: str) -> list[Finding]:
         ):
             found.append(Finding(span[0], span[1], "password"))
     return found
+
+
+# Any flag, short or long, and a value of 20+ characters standing alone after it.
+_ANY_FLAG = re.compile(
+    r"(?<![\w\-])-{1,2}([A-Za-z][\w\-]{0,40})(?:=|[ \t]{1,3})[\"']?([A-Za-z0-9_\-]{20,400})"
+    r"(?![\w\-.:/@=])"
+)
+
+
+def _random_flag_values(text: str) -> list[Finding]:
+    """Given a text, return the values of flags that read as generated keys whatever the flag
+    is called (`ossutil config -i … -k …`, `tool --api …`): of all three character classes,
+    random, with the entropy of random characters. A flag whose name says it is public (`--id`,
+    `--sha`, `--name`) keeps its value; hex ids and slugs fall short of the three classes."""
+    found: list[Finding] = []
+    if "-" not in text:
+        return found
+    for match in _ANY_FLAG.finditer(text):
+        value = match.group(2)
+        if (
+            PUBLIC_PARTS.isdisjoint(name_parts(match.group(1)))
+            and _UPPER.search(value)
+            and _LOWER.search(value)
+            and has_digit(value)
+            and random_like(value, 20)
+            and entropy(value) >= min(4.0, math.log2(len(value)) - 0.7)
+        ):
+            found.append(Finding(match.start(2), match.end(2), "secret"))
+    return found
+
+
+_UPPER = re.compile(r"[A-Z]")
+_LOWER = re.compile(r"[a-z]")
 
 
 def _short_flags(text: str) -> list[Finding]:
@@ -239,4 +287,10 @@ def _cookies(text: str) -> list[Finding]:
 def find_on_command_lines(text: str) -> list[Finding]:
     """Given a text, return the credentials passed on command lines, in headers and in
     cookies."""
-    return [*_flags(text), *_short_flags(text), *_patterns(text), *_cookies(text)]
+    return [
+        *_flags(text),
+        *_short_flags(text),
+        *_random_flag_values(text),
+        *_patterns(text),
+        *_cookies(text),
+    ]

@@ -13,16 +13,21 @@ import unicodedata
 from functools import cache
 
 from carryd.index.redact_finding import VALUE, Finding, Retries, Value, value_span
-from carryd.index.redact_lexicon import (
+from carryd.index.redact_labels import (
+    COMPOUND_TAILS,
     NOT_CREDENTIAL_BEFORE_KEY,
     PASSWORD_LABELS,
     TOKEN_LABELS,
+)
+from carryd.index.redact_lexicon import (
     credential_value,
+    has_digit,
     path_like,
     random_like,
     secret_like,
     secret_name,
     strong_password,
+    words_joined,
 )
 
 __all__ = ["find_by_context"]
@@ -102,12 +107,35 @@ def _label_hits(text: str) -> list[tuple[int, int, bool]]:
             while position >= 0:
                 hits.append((position, position + len(label), is_password))
                 position = lowered.find(label, position + 1)
+    hits.extend(_compound_tails(lowered))
     hits.sort(key=lambda hit: (hit[0], -hit[1]))
     kept: list[tuple[int, int, bool]] = []
     for hit in hits:
         if not kept or hit[0] >= kept[-1][1]:
             kept.append(hit)
     return kept
+
+
+def _compound_tails(lowered: str) -> list[tuple[int, int, bool]]:
+    """Given a lowercase text, return the labels that end a longer word (`…schlüssel`,
+    `…passwort`): the word is the label's span, so a value after it is taken as after the
+    label itself."""
+    hits: list[tuple[int, int, bool]] = []
+    for tail, is_password in COMPOUND_TAILS:
+        position = lowered.find(tail)
+        while position >= 0:
+            end = position + len(tail)
+            if (
+                position > 0
+                and lowered[position - 1].isalpha()
+                and not (end < len(lowered) and lowered[end].isalnum())
+            ):
+                start = position
+                while start > 0 and position - start < 40 and lowered[start - 1].isalpha():
+                    start -= 1
+                hits.append((start, end, is_password))
+            position = lowered.find(tail, end)
+    return hits
 
 
 # After a label: a short filler (`for the server account`, `(valid 90 days)`), a separator and
@@ -151,7 +179,8 @@ def _labelled(text: str) -> list[Finding]:
         retries.refused(examined_end)
         introduced = _LINE_END.match(text, position)
         if introduced is not None:
-            lines = _introduced_lines(text, introduced.end() + 1)
+            codes = "code" in text[start:position].lower()
+            lines = _introduced_lines(text, introduced.end() + 1, codes)
             found.extend(lines)
             if lines:
                 retries.accepted(lines[-1].end)
@@ -201,9 +230,24 @@ _LIST_MARKER = re.compile(
 )
 
 
-def _introduced_lines(text: str, start: int) -> list[Finding]:
+# One backup or recovery code: groups of letters and digits (`9486-6388`, `k3j2-9x0q`).
+_CODE = re.compile(r"[0-9A-Za-z]{3,10}(?:-[0-9A-Za-z]{3,10}){0,3}")
+
+
+def _code(item: str) -> bool:
+    """Given a list item under a codes label (`backup codes:`), return whether it is a code:
+    grouped letters and digits, 6+ of them, a digit among them."""
+    return (
+        _CODE.fullmatch(item) is not None
+        and sum(character.isalnum() for character in item) >= 6
+        and has_digit(item)
+    )
+
+
+def _introduced_lines(text: str, start: int, codes: bool = False) -> list[Finding]:
     """Given the start of the lines after `label:` at a line's end, return the secret-looking
-    items of the list or lines that follow (recovery codes, a key on its own line)."""
+    items of the list or lines that follow (recovery codes, a key on its own line); under a
+    label that names codes, short numeric codes too."""
     found: list[Finding] = []
     position = start
     seen_content = False
@@ -218,7 +262,7 @@ def _introduced_lines(text: str, start: int) -> list[Finding]:
                 break
         else:
             item = _LIST_MARKER.match(line)
-            if item is None or not secret_like(item.group(1)):
+            if item is None or not (secret_like(item.group(1)) or (codes and _code(item.group(1)))):
                 break
             seen_content = True
             found.append(Finding(position + item.start(1), position + item.end(1), "password"))
@@ -347,6 +391,55 @@ def _pairs(text: str) -> list[Finding]:
     return found
 
 
+# Words that say someone logged in, in the languages notes are written in: a quoted password
+# on their line is what they logged in with (`logged into the NAS as admin, "…"`, `mit "…"
+# angemeldet`).
+# Matched on the lowercase text, word boundaries checked in code: a pattern that starts with
+# `\b` or `(?i)` costs ten times more on prose.
+_LOGIN = re.compile(
+    r"log(?:ged|s)?[ \t]?(?:in|on)(?:to)?|sign(?:ed|s)?[ \t]?in(?:to)?|creds|anmeld|angemeldet|"
+    r"eingeloggt|connecté|connexion|iniciar sesión|inicié sesión|entrei|accedi|登录|登入|ログイン|"
+    r"로그인|вош[её]л|войти|залогин|zalogowa"
+)
+# Login words that end a word (`login`, not `loginName`; `creds`, not `credsFile`).
+_WHOLE_LOGIN_WORDS = ("log", "sign", "creds", "connexion", "entrei")
+_QUOTED = re.compile(r"[\"'`“‘«]([^\s\"'`“”‘’«»]{8,64})[\"'`”’»]")
+# A symbol other than the separators of names (`Dashboard-v2`, `api_v2.1` are names).
+_SYMBOL_INSIDE = re.compile(r"[^0-9A-Za-z_.\-]")
+
+
+def _login_quoted(text: str) -> list[Finding]:
+    """Given a text, return the quoted passwords within 120 characters of a word saying someone
+    logged in, on its line: a digit, a letter and a symbol other than `-_.` inside, or random
+    and 16+ long (`Viewer2024` and `Dashboard-v2` are names). An address, a path or words
+    joined by dots (a host, a version) are none."""
+    found: list[Finding] = []
+    reached = 0  # each stretch of a line is read once: linear time
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a letter whose lowercase is longer (`İ`): offsets differ
+        lowered = "".join(character.lower()[0] for character in text)
+    for login in _LOGIN.finditer(lowered):
+        word = login.group()
+        if not _wide(word[0]) and login.start() > 0 and lowered[login.start() - 1].isalnum():
+            continue
+        end = login.end()
+        if word.startswith(_WHOLE_LOGIN_WORDS) and end < len(text) and lowered[end].isalnum():
+            continue
+        line_start = text.rfind("\n", max(0, login.start() - 120), login.start()) + 1
+        start = max(line_start, login.start() - 120, reached)
+        line_end = text.find("\n", login.end(), login.end() + 120)
+        stop = min(len(text), login.end() + 120) if line_end < 0 else line_end
+        reached = max(reached, stop)
+        for match in _QUOTED.finditer(text, start, stop):
+            value = match.group(1)
+            if "@" in value or "/" in value or "\\" in value or words_joined(value):
+                continue
+            symbol = _SYMBOL_INSIDE.search(value, 1, len(value) - 1) is not None
+            if strong_password(value, True) and (symbol or random_like(value, 16)):
+                found.append(Finding(match.start(1), match.end(1), "password"))
+    return found
+
+
 def find_by_context(text: str) -> list[Finding]:
     """Given a text, return the credentials that labels, secret names, block scalars and
     markup point at."""
@@ -356,4 +449,5 @@ def find_by_context(text: str) -> list[Finding]:
         *_block_scalars(text),
         *_markup(text),
         *_pairs(text),
+        *_login_quoted(text),
     ]

@@ -1,11 +1,12 @@
 """What marks a credential by its context, and what a random secret value looks like.
 
-Labels: the words people write before a password or a token, in many languages; names: the
-parts of an identifier (`db_password`, `datadog.apiKey`, `SECRET_KEY_BASE`) that say it holds a
-secret. Values: `secret_like` and `random_like` tell a generated credential from a word, a
-number, a path, a placeholder or a value with a visible pattern (`0123456789abcdef`). Guards:
-`public_shape` names the random-looking strings that are public by their shape (UUIDs, digests,
-content ids, ARNs, ULIDs) and must survive. Everything here is pure and linear in its input.
+Labels (the words people write before a password or a token, in many languages) are data in
+`redact_labels`. Names: the parts of an identifier (`db_password`, `datadog.apiKey`,
+`SECRET_KEY_BASE`) that say it holds a secret. Values: `secret_like` and `random_like` tell a
+generated credential from a word, a number, a path, a placeholder, words joined by separators
+or a value with a visible pattern (`0123456789abcdef`). Guards: `public_shape` names the
+random-looking strings that are public by their shape (UUIDs, digests, content ids, ARNs,
+ULIDs) and must survive. Everything here is pure and linear in its input.
 """
 
 from __future__ import annotations
@@ -16,207 +17,8 @@ import unicodedata
 from collections import Counter
 from functools import lru_cache
 
+from carryd.index.redact_labels import NOT_CREDENTIAL_BEFORE_KEY
 from carryd.index.redact_rules import password_value
-
-# Words for "password" (and PIN-like passcodes) in the languages notes are written in.
-PASSWORD_LABELS = (
-    "password",
-    "passwort",
-    "passphrase",
-    "passcode",
-    "kennwort",
-    "mot de passe",
-    "mdp",
-    "contraseña",
-    "contrasena",
-    "contraseñas",
-    "senha",
-    "пароль",
-    "пароля",
-    "wachtwoord",
-    "lösenord",
-    "losenord",
-    "hasło",
-    "haslo",
-    "heslo",
-    "jelszó",
-    "jelszo",
-    "parola",
-    "parolă",
-    "salasana",
-    "adgangskode",
-    "passord",
-    "κωδικός",
-    "συνθηματικό",
-    "סיסמה",
-    "סיסמא",
-    "كلمة المرور",
-    "كلمة السر",
-    "رمز عبور",
-    "पासवर्ड",
-    "şifre",
-    "sifre",
-    "parolası",
-    "parolasi",
-    "şifresi",
-    "sifresi",
-    "mật khẩu",
-    "kata sandi",
-    "kata laluan",
-    "รหัสผ่าน",
-    "パスワード",
-    "暗証番号",
-    "비밀번호",
-    "암호",
-    "密码",
-    "密碼",
-    "口令",
-    "geslo",
-    "lozinka",
-    "šifra",
-    "parool",
-    "slaptažodis",
-    "parole",
-    "парола",
-    "лозинка",
-    "contrasenya",
-    "contrasinal",
-    "lykilorð",
-    "fjalëkalimi",
-    "nenosiri",
-    "পাসওয়ার্ড",
-    "پاس ورڈ",
-    "گذرواژه",
-    "கடவுச்சொல்",
-    "პაროლი",
-    "գաղտնաբառ",
-    "құпия сөз",
-    "passwd",
-    "pwd",
-)
-# Words for a token, key, secret or credential.
-TOKEN_LABELS = (
-    "token",
-    "jeton",
-    "токен",
-    "トークン",
-    "토큰",
-    "令牌",
-    "權杖",
-    "secret",
-    "secreto",
-    "segreto",
-    "geheimnis",
-    "sekret",
-    "секрет",
-    "シークレット",
-    "시크릿",
-    "机密",
-    "api key",
-    "apikey",
-    "api-key",
-    "api 키",
-    "api キー",
-    "clé",
-    "clef",
-    "schlüssel",
-    "chave",
-    "clave",
-    "chiave",
-    "sleutel",
-    "nyckel",
-    "klucz",
-    "klíč",
-    "kľúč",
-    "anahtar",
-    "anahtarı",
-    "kulcs",
-    "avain",
-    "nøgle",
-    "nøkkel",
-    "ключ",
-    "ключа",
-    "कुंजी",
-    "टोकन",
-    "مفتاح",
-    "رمز",
-    "키",
-    "キー",
-    "密钥",
-    "密鑰",
-    "秘钥",
-    "私钥",
-    "秘密鍵",
-    "鍵",
-    "凭证",
-    "凭据",
-    "credential",
-    "credentials",
-    "access key",
-    "server key",
-    "license key",
-    "licence key",
-    "app password",
-    "auth key",
-    "signing key",
-    "master key",
-    "private key",
-    "secret key",
-    "session key",
-    "recovery code",
-    "recovery codes",
-    "recovery key",
-    "backup code",
-    "scratch codes",
-    "2fa codes",
-    "mfa codes",
-    "backup codes",
-    "key",
-)
-# A key word right after these is not a credential label (a cache key, a table's primary key).
-NOT_CREDENTIAL_BEFORE_KEY = frozenset(
-    {
-        "cache",
-        "primary",
-        "foreign",
-        "sort",
-        "partition",
-        "composite",
-        "idempotency",
-        "hash",
-        "dedup",
-        "routing",
-        "lookup",
-        "map",
-        "dict",
-        "object",
-        "public",
-        "host",
-        "gpg",
-        "registry",
-        "row",
-        "shard",
-        "index",
-        "unique",
-        "natural",
-        "surrogate",
-        "join",
-        "group",
-        "media",
-        "music",
-        "piano",
-        "keyboard",
-        "license",
-        "product",
-        "s3",
-        "redis",
-        "json",
-        "site",
-        "publishable",
-        "pub",
-        "sorting",
-    }
-)
 
 # Parts of an identifier that say it holds a secret (compared on lowercase parts).
 SECRET_PARTS = frozenset(
@@ -294,6 +96,7 @@ PUBLIC_PARTS = frozenset(
         "ttl",
         "policy",
         "prompt",
+        "stdin",
         "field",
         "column",
         "env",
@@ -378,6 +181,20 @@ def _patterned(value: str) -> bool:
     return steps >= 0.4 * (len(sample) - 1)
 
 
+# Words and numbers joined by separators: a file name, a version, a slug, a routing key
+# (`tool-cli_3.4.1_linux_amd64.tar.gz`, `invoice.paid.v2`). A piece is letters, optionally
+# followed by a few digits (`amd64`, `v2`), or digits alone.
+_WORDY_PIECE = re.compile(r"[A-Za-z]{1,16}[0-9]{0,3}|[0-9]{1,10}")
+_SEPARATORS = re.compile(r"[_\-.]")
+
+
+def words_joined(value: str) -> bool:
+    """Given a value, return whether it is three or more words or numbers joined by `_`, `-`
+    or `.`: the pieces of a random token mix letters and digits at random, a name's do not."""
+    pieces = [piece for piece in _SEPARATORS.split(value[:_SAMPLE]) if piece]
+    return len(pieces) >= 3 and all(_WORDY_PIECE.fullmatch(piece) for piece in pieces)
+
+
 def random_like(value: str, minimum: int = 16) -> bool:
     """Given a string, return whether it reads like generated key material: long enough, with
     letters and digits (or two letter cases), the entropy of random characters for its
@@ -397,10 +214,13 @@ def random_like(value: str, minimum: int = 16) -> bool:
         return False
     bits = entropy(sample)
     if _HEX_ONLY.fullmatch(sample):
-        # Hex: 16 symbols, a random string has ~4 bits each (less when short).
-        return bits >= min(3.5, math.log2(len(sample)) - 0.7)
+        # Hex: 16 symbols. n random ones show about 4 - 15 / (2 n ln 2) bits each (3.66 for
+        # 32); the bar is that less a margin of ~2.5 standard deviations, so 1 random key in
+        # 300 is taken for a pattern (a bar of 3.5 refused 1 in 5 random 32-hex keys).
+        return bits >= min(3.5, 4 - 15 / (2 * len(sample) * math.log(2)) - 0.45)
     threshold = min(4.0, math.log2(len(sample)) - 0.9) if classes == 3 else 3.4
-    return bits >= min(threshold, math.log2(len(sample)) - 0.9)
+    # Words joined by separators last: the costliest test, and rarely reached.
+    return bits >= min(threshold, math.log2(len(sample)) - 0.9) and not words_joined(sample)
 
 
 def strong_password(value: str, quoted: bool) -> bool:
@@ -425,7 +245,10 @@ def credential_value(value: str, quoted: bool, password: bool) -> bool:
     if password:
         return digit or (quoted and len(value) >= 12)
     letter = _UPPER.search(value) is not None or _LOWER.search(value) is not None
-    return digit and letter and len(value) >= 12 and entropy(value) >= 3.2
+    # A key is no words joined (`invoice.paid.v2` is a routing key's name); a password may be.
+    return (
+        digit and letter and len(value) >= 12 and entropy(value) >= 3.2 and not words_joined(value)
+    )
 
 
 def path_like(value: str) -> bool:

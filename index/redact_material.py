@@ -162,11 +162,23 @@ _PUBLIC_BASE64 = re.compile(
 )
 
 
+# The public members of a JSON Web Key: an RSA key's modulus and exponent, an EC or OKP key's
+# coordinates. Its private members (`d`, `p`, `q`, …) are found by `_jwk_members`.
+_JWK_PUBLIC_MEMBER = re.compile(r"\"(?:n|e|x|y)\"[ \t]*:[ \t]*\"([A-Za-z0-9_\-]{1,4096})\"")
+# `${NAME:?message}`: the shell's error when NAME is unset, a message, never a value.
+_UNSET_MESSAGE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]{0,62}:?\?[^}\n]{0,200}\}")
+
+
 def public_spans(text: str) -> list[tuple[int, int]]:
     """Given a text, return the spans of what is public however random it looks:
     certificate, public-key and signature blocks, `ssh-rsa AAAA…` lines, data URIs and base64
-    bodies that start like a public file type."""
+    bodies that start like a public file type, the public members of a JSON Web Key, and the
+    message of a shell's `${NAME:?message}`."""
     spans: list[tuple[int, int]] = []
+    if '"kty"' in text:
+        spans.extend(match.span(1) for match in _JWK_PUBLIC_MEMBER.finditer(text))
+    if "${" in text:
+        spans.extend(match.span() for match in _UNSET_MESSAGE.finditer(text))
     if "-----BEGIN " in text:
         for match in _PUBLIC_BLOCK.finditer(text):
             end_line = f"-----END {match.group(1)}-----"

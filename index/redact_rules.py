@@ -1,9 +1,8 @@
 """The pattern tables of `redact.py`: which credentials there are and how each is recognised.
 
 Own token shapes, detect-secrets' borrowed token shapes (read from its plugins on first use),
-name = value assignments, and the value checks that keep prose
-and placeholders out. `redact.py` is the engine that runs them; see its docstring for where
-each pattern comes from.
+name = value assignments, and the value checks that keep prose and placeholders out.
+`redact.py` is the engine that runs them; see its docstring for where each pattern comes from.
 """
 
 from __future__ import annotations
@@ -67,11 +66,13 @@ def _not_placeholder(value: str) -> bool:
 
 
 _PATH = re.compile(r"^(?:~|\.{1,2})?/[\w.\-/]*$")
+# An assignment (`token: expires_in=3600`), a YAML tag (`!vault |`, `!Ref DbPassword`).
+_NOT_A_VALUE = re.compile(r"(?:[a-z]+_[a-z_]+|[a-z]{4,})=[^=]|![A-Za-z]+$")
 
 
 def password_value(value: str) -> bool:
     """Not a placeholder, not a code expression, not a path (`pwd: /srv/app`, a secrets
-    file), not CJK prose (密码：请看保险库)."""
+    file), not CJK prose (密码：请看保险库), not an assignment or a YAML tag."""
     return (
         _not_placeholder(value)
         and any(character.isalnum() for character in value)  # not `, ` between two backticks
@@ -80,6 +81,7 @@ def password_value(value: str) -> bool:
         and not re.search(r"[(\[{]", value)
         and not _PATH.match(value)
         and not all(unicodedata.east_asian_width(character) in ("W", "F") for character in value)
+        and not _NOT_A_VALUE.match(value)
     )
 
 
@@ -100,6 +102,15 @@ def _has_digit(value: str) -> bool:
 def _entropy(value: str) -> float:
     counts = Counter(value)
     return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+
+
+def _one_body(block: str) -> bool:
+    """Given lines of base64, return whether they can be one wrapped body: base64 pads only its
+    end, so a line ending in `=` before the last (an armour checksum `=abcd` aside) makes them
+    separate values (`wg show` peers)."""
+    lines = [line.strip() for line in block.splitlines() if line.strip()]
+    body = lines[:-1] if lines and lines[-1].startswith("=") else lines
+    return not any(line.endswith("=") for line in body[:-1])
 
 
 def _looks_like_aws_secret(value: str) -> bool:
@@ -177,7 +188,7 @@ _TOKEN_RULES: tuple[Rule, ...] = (
             r"(?:[ \t]*[A-Za-z0-9+/]{1,76}={0,2}[ \t]*(?:\r?\n|\Z))?"
             r"(?:[ \t]*=[A-Za-z0-9+/]{4}[ \t]*(?:\r?\n|\Z))?"
         ),
-        lambda block: _looks_like_aws_secret("".join(block.split())),
+        lambda block: _one_body(block) and _looks_like_aws_secret("".join(block.split())),
         group=False,
         block_of_lines=True,
     ),
@@ -356,7 +367,8 @@ def _keyword_rules() -> tuple[Rule, ...]:
     return (
         Rule(
             "password",
-            re.compile(r"(?i)(?:" + passwords + r")s?" + _ASSIGN + _VALUE),
+            # Not after a digit: `1Password` is the vault a note points to, not a label.
+            re.compile(r"(?i)(?<![0-9])(?:" + passwords + r")s?" + _ASSIGN + _VALUE),
             password_value,
             triggers=(*_name_triggers(passwords), "pass"),
             anchored=True,

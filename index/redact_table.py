@@ -8,7 +8,7 @@ import re
 from functools import cache
 
 from carryd.index.redact_finding import Finding
-from carryd.index.redact_lexicon import PASSWORD_LABELS, TOKEN_LABELS
+from carryd.index.redact_labels import PASSWORD_LABELS, TOKEN_LABELS
 from carryd.index.redact_rules import CJK_NAMES, password_value, secret_names, token_value
 
 __all__ = ["table_secrets"]
