@@ -87,49 +87,51 @@ class Batch:
     swap_next: bool = False  # the next set is complete: it replaces the serving set whole
 
 
-def create_change_log(connection: sqlite3.Connection) -> None:
-    """Given the write connection, create the change log and its triggers when absent; the
-    generation it starts at goes to meta `change_log_from`."""
+def _create_when_absent(
+    connection: sqlite3.Connection, table: str, script: str, *after: tuple[str, tuple[str, ...]]
+) -> None:
+    """Given the write connection, a table's name, the script creating it and statements to run
+    with it, run them in one transaction when the table is absent."""
     exists = connection.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'entry_changes'"
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
     ).fetchone()
     if exists:
         return
     connection.execute("BEGIN IMMEDIATE")
     try:
-        for statement in CHANGE_LOG.split(";\n"):
+        for statement in script.split(";\n"):
             if statement.strip():
                 connection.execute(statement)
-        connection.execute(
-            "INSERT OR REPLACE INTO meta (key, value) SELECT 'change_log_from', value "
-            "FROM meta WHERE key = 'generation'"
-        )
-        connection.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES ('change_log_epoch', ?)",
-            (os.urandom(8).hex(),),
-        )
+        for statement, parameters in after:
+            connection.execute(statement, parameters)
         connection.execute("COMMIT")
     except BaseException:
         rollback(connection)
         raise
+
+
+def create_change_log(connection: sqlite3.Connection) -> None:
+    """Given the write connection, create the change log and its triggers when absent; the
+    generation it starts at goes to meta `change_log_from`."""
+    _create_when_absent(
+        connection,
+        "entry_changes",
+        CHANGE_LOG,
+        (
+            "INSERT OR REPLACE INTO meta (key, value) SELECT 'change_log_from', value "
+            "FROM meta WHERE key = 'generation'",
+            (),
+        ),
+        (
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('change_log_epoch', ?)",
+            (os.urandom(8).hex(),),
+        ),
+    )
 
 
 def create_next_vectors(connection: sqlite3.Connection) -> None:
     """Given the write connection, create the next vector set's table when absent."""
-    exists = connection.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'next_vectors'"
-    ).fetchone()
-    if exists:
-        return
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        for statement in NEXT_VECTORS.split(";\n"):
-            if statement.strip():
-                connection.execute(statement)
-        connection.execute("COMMIT")
-    except BaseException:
-        rollback(connection)
-        raise
+    _create_when_absent(connection, "next_vectors", NEXT_VECTORS)
 
 
 def next_identity_in(connection: sqlite3.Connection) -> str:
