@@ -86,6 +86,9 @@ FLAT_PLAN, FLAT_LEDGER, FLAT_TOTAL = 3_000, 8_000, 18_000
 POINTER_RE = re.compile(
     r"(?P<path>/?(?:[\w.\-]+/)*[\w.\-]+\.[A-Za-z0-9]+):(?P<spans>\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)"
 )
+# A cut names lines of the file its section's heading names: "… not shown: L12-30", "(L7-9)".
+LINE_POINTER_RE = re.compile(r"(?:… not shown: |\()L(?P<spans>\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)")
+SECTION_PATH_RE = re.compile(r"^#+ .*\(`(?P<path>[^`]+)`\)\s*$")
 MEM_RE = re.compile(r"\bmem_[0-9a-f]{32}\b")
 
 
@@ -419,8 +422,15 @@ class Pointer:
 
 def line_pointers(text: str, root: Path, work: Path, count: TokenCounter) -> list[Pointer]:
     found: dict[str, Pointer] = {}
-    for match in POINTER_RE.finditer(text):
-        raw_path, spans = match.group("path"), match.group("spans")
+    matches = [(m.group("path"), m.group("spans")) for m in POINTER_RE.finditer(text)]
+    section = ""
+    for line in text.split("\n"):
+        heading = SECTION_PATH_RE.match(line)
+        if heading is not None:
+            section = heading.group("path")
+        elif section:
+            matches.extend((section, m.group("spans")) for m in LINE_POINTER_RE.finditer(line))
+    for raw_path, spans in matches:
         path = raw_path
         if path.startswith(CANONICAL_TMP + "/"):
             path = str(work) + path[len(CANONICAL_TMP) :]

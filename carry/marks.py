@@ -99,6 +99,14 @@ RULE_WORDS: dict[str, tuple[str, ...]] = {
     "fr": ("jamais", "toujours", "ne pas", "interdit", "obligatoire", "règle", "doit"),
 }  # fmt: skip
 
+# Words that open a decision ("DECISION (with Rafael): …", "决定：…", "Entscheidung: …"): a
+# decision holds until superseded, however old the entry it was written in.
+DECISION_WORDS = (
+    "decision", "decided", "we decided", "agreed", "decisión", "decidido", "decidimos",
+    "acordado", "decisão", "decidimos", "entscheidung", "entschieden", "beschlossen",
+    "décision", "décidé", "决定", "决策", "结论", "定了", "決定", "方針", "結論", "결정", "결론",
+)  # fmt: skip
+
 # Where the reason of a failed attempt starts (the clause after it is the reason).
 REASON_CUES = (
     "because", "reason:", "reason is", "cause:", "caused by", "due to", "root cause", "turns out",
@@ -226,6 +234,16 @@ _ATTEMPT_HEADING = _word_pattern(
      "失败", "失敗", "ハマりどころ", "실패", "시도", "fallidos", "intentos", "versuche",
      "sackgassen", "échecs", "essais", "tentativas")
 )  # fmt: skip
+
+
+_DECISION = _word_pattern(DECISION_WORDS)
+DECISION_OPENING = 24  # a decision word within an item's first characters opens it
+
+
+def decides(text: str) -> bool:
+    """Given an item's text, return whether it opens as a decision ("Decision: …", "决定 …")."""
+    opening = _OPENING.sub("", _DATED.sub("", text.split("\n", 1)[0]))[:DECISION_OPENING]
+    return _DECISION.search(opening) is not None
 
 
 def names_attempts(heading: str) -> bool:

@@ -12,7 +12,7 @@ first whichever way the file is written). Outside a log, a long list is read as 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from carryd.carry.ledger import markdown_blocks, section_kind_of, source_lines
@@ -64,6 +64,7 @@ class Item:
     in_log: bool  # under an entry of a dated/numbered log
     block: str  # "list", "paragraph", "fence", "other"
     position: int  # document order
+    section: KnownKind | None = None  # the known section above it (status, goal, tried, next)
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,7 @@ def parse_outline(text: str, path: str = "") -> Outline:
         raw.append((block.line_start, block.line_end, stack[-1] if stack else None, block.kind))
     entries = _log_entries(headings)
     entry_rank = _entry_recency(headings, entries)
+    current = _kept_current(headings, entries)
     items: list[Item] = []
     by_heading: dict[int | None, list[int]] = {}
     for start, _end, heading, _ in raw:
@@ -148,7 +150,7 @@ def parse_outline(text: str, path: str = "") -> Outline:
             order = dated_order[heading]
             if order is not None:
                 index = order[index]  # dated items: by their dates, whichever way written
-            kept_current = len(siblings) < LONG_LIST or _kind(headings, heading) in CURRENT
+            kept_current = len(siblings) < LONG_LIST or _kind(headings, heading, current) in CURRENT
             recency = 1.0 if kept_current else 0.3 + 0.7 * index / (len(siblings) - 1)
             in_log = False
         under_attempts = _under_attempts(headings, heading)
@@ -167,10 +169,11 @@ def parse_outline(text: str, path: str = "") -> Outline:
                 heading,
                 state,
                 recency,
-                _weight(headings, heading),
+                _weight(headings, heading, current),
                 in_log,
                 "list" if kind == "list" else kind,
                 position,
+                _kind(headings, heading, current),
             )
         )
     return Outline(path, tuple(headings), tuple(items), len(lines), tuple(sorted(entries)))
@@ -193,6 +196,7 @@ def from_line(outline: Outline, line: int) -> Outline:
             item.text, item.line_start, item.line_end,
             renumber.get(item.heading) if item.heading is not None else None,
             item.state, item.recency, item.weight, item.in_log, item.block, item.position,
+            item.section,
         )
         for item in outline.items
         if item.line_start >= line
@@ -239,13 +243,16 @@ def _first_year(text: str) -> int:
 
 def _log_entries(headings: Sequence[Heading]) -> set[int]:
     """Given the headings, return those that are entries of a log: dated or numbered siblings
-    (same parent, same level), at least `LOG_MIN_ENTRIES` of them."""
-    groups: dict[tuple[int | None, int], list[int]] = {}
+    (same parent, same level), at least `LOG_MIN_ENTRIES` of them of one sort — dates with
+    dates, numbers with numbers ("最近 7 天", "剩下的 18 个 job" beside one dated heading are
+    no log)."""
+    groups: dict[tuple[int | None, int, bool], list[int]] = {}
     for index, heading in enumerate(headings):
         # A known section with a date ("## Estado (reescrito el 2026-11-26)") is the current
         # state, not a log entry.
         if heading.key is not None and section_kind_of(heading.title) is None:
-            groups.setdefault((heading.parent, heading.level), []).append(index)
+            dated = len(heading.key) == 3
+            groups.setdefault((heading.parent, heading.level, dated), []).append(index)
     found: set[int] = set()
     for members in groups.values():
         if len(members) >= LOG_MIN_ENTRIES:
@@ -296,18 +303,39 @@ def _under_attempts(headings: Sequence[Heading], index: int | None) -> bool:
     return False
 
 
-def _kind(headings: Sequence[Heading], index: int | None) -> KnownKind | None:
-    """Given an item's heading, return the known section kind above it (None: none)."""
+def _kept_current(headings: Sequence[Heading], entries: set[int]) -> set[int]:
+    """Given the headings and the log entries, return the headings of sections kept current
+    whatever their words: a dated heading outside any log whose date is the newest of the
+    file's headings ("## 接手先看（2026-11-26 晚更新）", "## État au 26/11") says where things
+    stand as of the last entry."""
+    dated = [h.key for h in headings if h.key is not None and len(h.key) == 3]
+    if not dated:
+        return set()
+    newest = max(dated)
+    return {
+        index
+        for index, heading in enumerate(headings)
+        if index not in entries and heading.key == newest and heading.level <= 2
+    }
+
+
+def _kind(
+    headings: Sequence[Heading], index: int | None, current: Collection[int] = ()
+) -> KnownKind | None:
+    """Given an item's heading, return the known section kind above it (None: none); a
+    section kept current (`_kept_current`) is the status."""
     while index is not None:
         kind = section_kind_of(headings[index].title)
         if kind is not None:
             return kind
+        if index in current:
+            return "status"
         index = headings[index].parent
     return None
 
 
-def _weight(headings: Sequence[Heading], index: int | None) -> float:
-    kind = _kind(headings, index)
+def _weight(headings: Sequence[Heading], index: int | None, current: Collection[int]) -> float:
+    kind = _kind(headings, index, current)
     return 1.0 if kind is None else KIND_WEIGHT[kind]
 
 

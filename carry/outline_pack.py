@@ -3,7 +3,8 @@
 The pieces are whole units (`carryd.carry.units`: sentences, lines of a code block or a
 table), never less: an item is shown whole, or as some of its units — always its first one,
 gaps marked ` …`, ending in its lines `(L12-15)` — or not at all, named by a pointer
-(`… not shown: path:lines`) that covers a run of items left out. Units are chosen by value per
+(`… not shown: L12-30`, lines of the file the section's heading names) that covers a run of
+items left out. Units are chosen by value per
 character: the facts a unit holds (numbers, ids, commands, paths, code), its item's recency
 (log entries newest first, appended lists newest last), state (open and failed before plain,
 done and superseded last) and the weight of a known section name above it. Failed attempts
@@ -20,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from carryd.carry.marks import item_state
+from carryd.carry.marks import decides, item_state
 from carryd.carry.outline import Item, Outline
 from carryd.carry.units import (
     MIN_REASON_UNITS,
@@ -36,11 +37,13 @@ from carryd.carry.units import (
 
 STATE_FACTOR = {"open": 1.4, "failed": 1.3, "plain": 1.0, "done": 0.5, "superseded": 0.25}
 FAILED_WHOLE_SHARE = 0.45  # then newest first whole, while all failed take this share
+CURRENT_SHARE = 0.15  # first the status section and the open next steps, whole
 NEWEST_WHOLE_SHARE = 0.2  # first the newest attempts whole, up to this share
 FAILED_SHARE = 0.4  # failed attempts' first and reason units, first, up to this share
 REASON_BONUS = 1.5
 FENCE_FACTOR = 0.7  # a code block's lines after its first: often pasted output
 RELEVANT_BONUS = 1.2
+DECISION_RECENCY = 0.8  # an old decision is worth a recent item
 POINTER_CHARS = 12  # " (L123-130)" after an item shown in part
 ATTEMPT_WHOLE_CHARS = 800  # an attempt up to this is kept whole (newest first, in its share)
 _SUB_ITEM = re.compile(r"^\s+(?:[-*+]|\d+[.)])\s")
@@ -53,15 +56,25 @@ class _Piece:
     item: Item
     units: list[Unit]
     values: list[float]
-    floor: list[int]  # for a failed attempt: its first unit and its reason's
+    floor: list[int]  # for a failed attempt: its first unit (unless labelled) and its reason's
     upgrade: list[int]  # then, newest first: the whole attempt, or its cause and result
     chosen: set[int] = field(default_factory=set)
+    lead: bool = True  # its first unit comes with any other (False: its heading names it)
+
+    @property
+    def first_floor(self) -> list[int]:
+        """What every failed attempt keeps first: its lead (when needed) and its best reason."""
+        return self.floor[: 2 if self.lead else 1]
 
 
 def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
     pieces = []
+    labelled = _labelled(outline)
     for item in outline.items:
-        factor = item.weight * (0.3 + 0.7 * item.recency) * STATE_FACTOR[item.state]
+        recency = item.recency
+        if item.state == "plain" and decides(item.text):
+            recency = max(recency, DECISION_RECENCY)  # a decision holds until superseded
+        factor = item.weight * (0.3 + 0.7 * recency) * STATE_FACTOR[item.state]
         if relevance and any(term in item.text.casefold() for term in relevance):
             factor *= RELEVANT_BONUS
         units = units_of(item.text) or [Unit(0, item.text)]
@@ -74,8 +87,26 @@ def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
         floor, upgrade = _attempt_floor(item, units)
         for index in floor[1:]:
             values[index] *= REASON_BONUS
-        pieces.append(_Piece(item, units, values, floor, upgrade))
+        lead = True
+        if item.position in labelled and floor and floor[0] == 0 and shape_of(item.text) == "prose":
+            floor, lead = floor[1:] or floor, len(floor) == 1  # "### Attempt 31 — …" says what
+        pieces.append(_Piece(item, units, values, floor, upgrade, lead=lead))
     return pieces
+
+
+def _labelled(outline: Outline) -> set[int]:
+    """Given an outline, return the positions of the items its headings name: the first item
+    under a dated or numbered heading ("### Attempt 31 — sticky partition 7", "## Versuch 3"),
+    whose heading already says what was tried — its reason can stand without its first unit."""
+    seen: set[int | None] = set()
+    found: set[int] = set()
+    for item in outline.items:
+        if item.heading in seen:
+            continue
+        seen.add(item.heading)
+        if item.heading is not None and outline.headings[item.heading].key is not None:
+            found.add(item.position)
+    return found
 
 
 def _attempt_floor(item: Item, units: Sequence[Unit]) -> tuple[list[int], list[int]]:
@@ -125,7 +156,7 @@ def pack_outline(
     for _ in range(6):
         pieces = _pieces(outline, relevance)
         _spend(pieces, outline, room)
-        text = render(outline, pieces, path)
+        text = render(outline, pieces)
         if len(text) <= budget:
             return text
         room -= len(text) - budget + 16
@@ -153,6 +184,8 @@ class _Spender:
         if piece.chosen:
             return 0
         cost = POINTER_CHARS if len(piece.units) > 1 else 0
+        if not piece.lead:
+            cost += 2  # "… " before a labelled attempt's reason
         index = piece.item.heading
         while index is not None and index not in self.headings:
             cost += len(self.outline.headings[index].text) + 1
@@ -162,7 +195,7 @@ class _Spender:
     def take(self, piece: _Piece, indices: Sequence[int]) -> bool:
         """Given units to add, choose them when they fit (with the first unit), else False."""
         add = [i for i in indices if i not in piece.chosen]
-        if not piece.chosen and 0 not in add:
+        if not piece.chosen and 0 not in add and piece.lead:
             add.insert(0, 0)
         cost = self.start_cost(piece) + sum(_unit_cost(piece, i) for i in add)
         if self.used + cost > self.room:
@@ -176,23 +209,43 @@ class _Spender:
         return True
 
 
+def _current(pieces: Sequence[_Piece]) -> list[_Piece]:
+    """Given the pieces, return those that say where things stand, in the order they are
+    kept: the status section's items, the open next steps, the goal (done ones excluded)."""
+    order = {"status": 0, "next": 1, "goal": 2}
+    chosen = [
+        p
+        for p in pieces
+        if p.item.section in order
+        and p.item.state in ("plain", "open")
+        and (p.item.section != "next" or p.item.state == "open" or not p.floor)
+    ]
+    return sorted(chosen, key=lambda p: (order[p.item.section or "goal"], p.item.position))
+
+
 def _spend(pieces: list[_Piece], outline: Outline, room: int) -> None:
     spender = _Spender(outline, room)
+    # Where things stand first: the status section and the open next steps, whole, up to
+    # their share (what does not fit competes below like everything else).
+    spender.room = int(CURRENT_SHARE * room)
+    for piece in _current(pieces):
+        spender.take(piece, range(len(piece.units)))
+    base = spender.used
     failed = sorted(
         (p for p in pieces if p.floor), key=lambda p: (-p.item.recency, -p.item.position)
     )
-    # Failed attempts first, newest first: whole while they take less than their share, then
+    # Failed attempts then, newest first: whole while they take less than their share, then
     # each at least its floor (its first unit and its reason's).
-    spender.room = int(NEWEST_WHOLE_SHARE * room)
+    spender.room = min(room, base + int(NEWEST_WHOLE_SHARE * room))
     for piece in failed:  # the newest attempts whole (or their cause and result)
         spender.take(piece, piece.upgrade)
-    spender.room = int(FAILED_SHARE * room)
+    spender.room = min(room, base + int(FAILED_SHARE * room))
     for piece in failed:  # then as many as can be with one reason unit each, newest first
-        spender.take(piece, piece.floor[:2])
+        spender.take(piece, piece.first_floor)
     for piece in failed:
         if piece.chosen:
             spender.take(piece, piece.floor)
-    spender.room = int(FAILED_WHOLE_SHARE * room)
+    spender.room = min(room, base + int(FAILED_WHOLE_SHARE * room))
     for piece in failed:
         if piece.chosen:
             spender.take(piece, piece.upgrade)
@@ -201,7 +254,7 @@ def _spend(pieces: list[_Piece], outline: Outline, room: int) -> None:
     def density(piece: _Piece, index: int) -> float:
         extra = _unit_cost(piece, index) + spender.start_cost(piece)
         value = piece.values[index]
-        if not piece.chosen and index != 0:
+        if not piece.chosen and index != 0 and piece.lead:
             extra += _unit_cost(piece, 0)
             value += piece.values[0]
         return value / max(1, extra)
@@ -224,7 +277,7 @@ def _spend(pieces: list[_Piece], outline: Outline, room: int) -> None:
         spender.take(piece, [index])
 
 
-def render(outline: Outline, pieces: Sequence[_Piece], path: str) -> str:
+def render(outline: Outline, pieces: Sequence[_Piece]) -> str:
     """Given the packed pieces, return the text: shown items under their headings, document
     order, and one pointer for each run of lines left out."""
     shown_headings: set[int] = set()
@@ -247,8 +300,11 @@ def render(outline: Outline, pieces: Sequence[_Piece], path: str) -> str:
         else:
             chosen = sorted(piece.chosen)
             text = joined(item.text, piece.units, chosen)
+            before = "… " if chosen[0] != 0 else ""  # a labelled attempt's reason alone
             more = " …" if chosen[-1] < len(piece.units) - 1 else ""
-            events.append((item.line_start, item.line_end, f"{text}{more} ({_span(item)})"))
+            events.append(
+                (item.line_start, item.line_end, f"{before}{text}{more} ({_span(item)})")
+            )
     events.sort(key=lambda event: (event[0], event[1]))
     out: list[str] = []
     hidden: list[tuple[int, int]] = []
@@ -257,7 +313,7 @@ def render(outline: Outline, pieces: Sequence[_Piece], path: str) -> str:
         if hidden:
             start, end = hidden[0][0], hidden[-1][1]
             span = str(start) if start == end else f"{start}-{end}"
-            out.append(f"… not shown: {path}:{span}")
+            out.append(f"… not shown: L{span}")
             hidden.clear()
 
     for start, end, shown_text in events:
@@ -282,7 +338,7 @@ def whole_outline(outline: Outline) -> str:
     for item in outline.items:
         units = units_of(item.text) or [Unit(0, item.text)]
         pieces.append(_Piece(item, units, [0.0] * len(units), [], [], set(range(len(units)))))
-    return render(outline, pieces, outline.path)
+    return render(outline, pieces)
 
 
 def _pointer_only(outline: Outline, path: str, budget: int) -> str:
