@@ -21,12 +21,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from carryd.carry.marks import decides, item_state
+from carryd.carry.marks import decides, item_state, names_attempts
 from carryd.carry.outline import Item, Outline
 from carryd.carry.units import (
     MIN_REASON_UNITS,
     Unit,
     cause_units,
+    closed,
     content_chars,
     joined,
     reason_ranked,
@@ -96,16 +97,18 @@ def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
 
 def _labelled(outline: Outline) -> set[int]:
     """Given an outline, return the positions of the items its headings name: the first item
-    under a dated or numbered heading ("### Attempt 31 — sticky partition 7", "## Versuch 3"),
-    whose heading already says what was tried — its reason can stand without its first unit."""
+    under a numbered heading that names an attempt ("### Attempt 31 — sticky partition 7",
+    "## Versuch 3"), whose heading already says what was tried — its reason can stand without
+    its first unit."""
     seen: set[int | None] = set()
     found: set[int] = set()
     for item in outline.items:
         if item.heading in seen:
             continue
         seen.add(item.heading)
-        if item.heading is not None and outline.headings[item.heading].key is not None:
-            found.add(item.position)
+        heading = outline.headings[item.heading] if item.heading is not None else None
+        if heading is not None and heading.key is not None and names_attempts(heading.title):
+            found.add(item.position)  # not "## 2026-11-03 (session 5)": that names no attempt
     return found
 
 
@@ -296,7 +299,7 @@ def render(outline: Outline, pieces: Sequence[_Piece]) -> str:
         if not piece.chosen:
             events.append((item.line_start, item.line_end, None))
         elif len(piece.chosen) == len(piece.units):
-            events.append((item.line_start, item.line_end, item.text))
+            events.append((item.line_start, item.line_end, closed(item.text)))
         else:
             chosen = sorted(piece.chosen)
             text = joined(item.text, piece.units, chosen)

@@ -77,6 +77,15 @@ def shape_of(text: str) -> UnitShape:
     return "prose"
 
 
+def closed(text: str) -> str:
+    """Given an item's text, return it with its code block closed when the source left it open
+    (an unclosed fence would swallow everything after it in the carry)."""
+    lines = text.split("\n")
+    if shape_of(text) != "fence" or (len(lines) > 1 and _FENCE.match(lines[-1])):
+        return text
+    return f"{text}\n{lines[0].strip()[:3]}"
+
+
 def units_of(text: str) -> list[Unit]:
     """Given an item's text, return its units in order. A code block's first unit is its
     opening fence, a table's is its header and rule; every other line is a unit of its own."""
