@@ -70,7 +70,9 @@ STATE_WORDS: dict[str, dict[ItemState, tuple[str, ...]]] = {
     "de": {
         "failed": ("fehlgeschlagen", "verworfen", "funktioniert nicht", "zurückgerollt",
                    "sackgasse", "klappt nicht", "gescheitert", "ging nicht", "ohne wirkung",
-                   "hat nicht geholfen"),
+                   "hat nicht geholfen", "doch nicht", "abgelehnt", "lehnt ab", "geplatzt",
+                   "bricht ab", "brach ab", "fehlversuch", "bringt nichts", "hilft nicht",
+                   "nicht möglich", "aufgegeben", "rückgängig gemacht", "ohne erfolg"),
         "superseded": ("veraltet", "überholt", "ersetzt", "obsolet"),
         "done": ("erledigt", "fertig", "gemergt", "behoben"),
         "open": ("offen", "ausstehend", "zu tun", "blockiert"),
@@ -146,11 +148,12 @@ CONCLUSION_CUES = (
     "donc", "portanto", "então",
 )  # fmt: skip
 
+_FAILED_MARK = re.compile(r"❌|✘|✗|✖|🚫|⛔")
 _SYMBOLS: tuple[tuple[ItemState, re.Pattern[str]], ...] = (
     ("superseded", re.compile(r"\(superseded[^)]*\)|\bsuperseded\b", re.IGNORECASE)),
     ("open", re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*(?:\[\s\]|☐)")),
     ("done", re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*\[[xX]\]")),
-    ("failed", re.compile(r"❌|✘|✗|✖|🚫|⛔")),
+    ("failed", _FAILED_MARK),
     ("done", re.compile(r"✅|✔|☑|✓")),
 )
 # Done/open words count only at an item's opening ("Done: …", "TODO …", "完了 …"): inside a
@@ -244,6 +247,11 @@ def decides(text: str) -> bool:
     """Given an item's text, return whether it opens as a decision ("Decision: …", "决定 …")."""
     opening = _OPENING.sub("", _DATED.sub("", text.split("\n", 1)[0]))[:DECISION_OPENING]
     return _DECISION.search(opening) is not None
+
+
+def marked_failed(text: str) -> bool:
+    """Given a text, return whether it carries a failure mark (❌, ✗, …)."""
+    return _FAILED_MARK.search(text) is not None
 
 
 def names_attempts(heading: str) -> bool:

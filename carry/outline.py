@@ -16,13 +16,14 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from carryd.carry.ledger import markdown_blocks, section_kind_of, source_lines
-from carryd.carry.marks import ItemState, item_state, names_attempts
+from carryd.carry.marks import ItemState, item_state, marked_failed, names_attempts
 from carryd.carry.sections import SECTION_TABLE, KnownKind
 from carryd.carry.units import shape_of
 
 # Known section kinds weigh more (seed P6's shares, as multipliers); unknown ones weigh 1.
 KIND_WEIGHT = {spec.kind: 1.0 + 2 * spec.weight for spec in SECTION_TABLE}
 LOG_MIN_ENTRIES = 3  # sibling headings that are dated or numbered: a log
+NESTED_SPAN = 0.9  # a log inside a log entry spans this much of the gap to the entry before
 LONG_LIST = 8  # outside a log, a section with this many items is read as appended to
 CURRENT = frozenset({"status", "goal"})  # known sections kept current, never appended to
 
@@ -264,6 +265,7 @@ def _entry_recency(headings: Sequence[Heading], entries: set[int]) -> dict[int, 
     """Given the log entries, return each one's recency, 0 oldest … 1 newest, by date or number
     (document order breaks ties and orders entries without a comparable key)."""
     ranked: dict[int, float] = {}
+    step: dict[int, float] = {}  # the distance to the next entry of its group
     groups: dict[tuple[int | None, int], list[int]] = {}
     for index in sorted(entries):
         groups.setdefault((headings[index].parent, headings[index].level), []).append(index)
@@ -280,6 +282,14 @@ def _entry_recency(headings: Sequence[Heading], entries: set[int]) -> dict[int, 
         count = max(1, len(members) - 1)
         for rank, i in enumerate(order):
             ranked[members[i]] = rank / count
+            step[members[i]] = 1 / count
+    # A log inside a log entry ("## 11/28 セッション9" > "### 試行43", "### 試行44"): its entries
+    # rank within their enclosing entry, above every older one (parents come first).
+    for index in sorted(entries):
+        outer = _enclosing(headings, headings[index].parent, entries)
+        if outer is not None:
+            ranked[index] = ranked[outer] - (1 - ranked[index]) * NESTED_SPAN * step[outer]
+            step[index] *= NESTED_SPAN * step[outer]
     return ranked
 
 
@@ -294,10 +304,11 @@ def _enclosing(headings: Sequence[Heading], index: int | None, entries: set[int]
 def _under_attempts(headings: Sequence[Heading], index: int | None) -> bool:
     """Given an item's heading, return whether a heading above it names attempts or dead ends:
     the known "tried" section, or a heading with an attempt or failure word in any language
-    ("Attempts log", "Intentos fallidos", "실패한 시도", "踩坑记录")."""
+    ("Attempts log", "Intentos fallidos", "실패한 시도", "踩坑记录") or a failure mark
+    ("### 試行43 ✗ sliced scroll …": the items below are that attempt's)."""
     while index is not None:
         title = headings[index].title
-        if section_kind_of(title) == "tried" or names_attempts(title):
+        if section_kind_of(title) == "tried" or names_attempts(title) or marked_failed(title):
             return True
         index = headings[index].parent
     return False

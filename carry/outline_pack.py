@@ -254,13 +254,19 @@ def _spend(pieces: list[_Piece], outline: Outline, room: int) -> None:
             spender.take(piece, piece.upgrade)
     spender.room = room
 
+    def needed(piece: _Piece, index: int) -> list[int]:
+        """The units a piece not yet shown takes with `index`: its first unit (unless its
+        heading names it) and, for a failed attempt, its best reason with any later unit —
+        never a verdict ("… Dropped.") without the reason it closes on."""
+        if piece.chosen or index == 0:
+            return [index]
+        lead = [0] if piece.lead else []
+        return sorted({index, *lead, *piece.first_floor})
+
     def density(piece: _Piece, index: int) -> float:
-        extra = _unit_cost(piece, index) + spender.start_cost(piece)
-        value = piece.values[index]
-        if not piece.chosen and index != 0 and piece.lead:
-            extra += _unit_cost(piece, 0)
-            value += piece.values[0]
-        return value / max(1, extra)
+        units = needed(piece, index)
+        extra = sum(_unit_cost(piece, i) for i in units) + spender.start_cost(piece)
+        return sum(piece.values[i] for i in units) / max(1, extra)
 
     heap: list[tuple[float, int, int]] = []
     for number, piece in enumerate(pieces):
@@ -277,7 +283,7 @@ def _spend(pieces: list[_Piece], outline: Outline, room: int) -> None:
         if current < -negative - 1e-12:
             heapq.heappush(heap, (-current, number, index))
             continue
-        spender.take(piece, [index])
+        spender.take(piece, needed(piece, index))
 
 
 def render(outline: Outline, pieces: Sequence[_Piece]) -> str:

@@ -39,6 +39,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
 # After ". " a sentence does not start with a lower-case letter: "e.g. the", "vs. nginx",
 # "approx. three" go on (scripts without case split as before).
 _NOT_AN_END = re.compile(r"[a-z]")
+# "vor dem 19.11. 14:20", "am 3.12. um": a day and month, not a sentence's end.
+_DAY_MONTH = re.compile(r"(?<![\d.])\d{1,2}\.\d{1,2}\.$")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")
 
@@ -93,9 +95,15 @@ def units_of(text: str) -> list[Unit]:
     lines = text.split("\n")
     if shape == "fence":
         body = lines[1:-1] if len(lines) > 1 and _FENCE.match(lines[-1]) else lines[1:]
-        return [Unit(0, lines[0])] + [
-            Unit(number, line) for number, line in enumerate(body, start=1) if line.strip()
-        ]
+        fence = [Unit(0, lines[0])]
+        continued = False
+        for number, line in enumerate(body, start=1):
+            if continued:  # a command continued with "\" is one unit, all its lines
+                fence[-1] = Unit(fence[-1].line, f"{fence[-1].text}\n{line}")
+            elif line.strip():
+                fence.append(Unit(number, line))
+            continued = line.rstrip().endswith("\\") and len(fence) > 1
+        return fence
     if shape == "table":
         return [Unit(0, lines[0] + "\n" + lines[1])] + [
             Unit(number, line) for number, line in enumerate(lines[2:], start=2) if line.strip()
@@ -110,6 +118,7 @@ def units_of(text: str) -> list[Unit]:
                 _inside_code(line, match.start())
                 or match.start() - start < MIN_SENTENCE
                 or (line[match.start() - 1] in ".!?" and _NOT_AN_END.match(line, match.end()))
+                or _DAY_MONTH.search(line, 0, match.start()) is not None
             ):
                 continue
             piece = line[start : match.start()]
@@ -213,6 +222,10 @@ def joined(text: str, units: Sequence[Unit], chosen: Sequence[int]) -> str:
             current = unit.line
         else:
             mark = " … " if gap else " "
+            if not gap and previous is not None:
+                pair = units[previous].text.strip() + unit.text.strip()
+                if pair in lines[unit.line]:
+                    mark = ""  # "…変えない。変えるなら…": as in the source, no space
             out[-1] = f"{out[-1].rstrip()}{mark}{unit.text.strip()}"
         previous = index
     if shape == "fence":

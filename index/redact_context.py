@@ -404,6 +404,7 @@ _LOGIN = re.compile(
 # Login words that end a word (`login`, not `loginName`; `creds`, not `credsFile`).
 _WHOLE_LOGIN_WORDS = ("log", "sign", "creds", "connexion", "entrei")
 _QUOTED = re.compile(r"[\"'`“‘«]([^\s\"'`“”‘’«»]{8,64})[\"'`”’»]")
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
 # A symbol other than the separators of names (`Dashboard-v2`, `api_v2.1` are names).
 _SYMBOL_INSIDE = re.compile(r"[^0-9A-Za-z_.\-]")
 
@@ -434,6 +435,8 @@ def _login_quoted(text: str) -> list[Finding]:
             value = match.group(1)
             if "@" in value or "/" in value or "\\" in value or words_joined(value):
                 continue
+            if _TIMESTAMP.search(value):
+                continue  # a run id (`scheduled__2024-11-30T23:30:00+00:00`), not a password
             symbol = _SYMBOL_INSIDE.search(value, 1, len(value) - 1) is not None
             if strong_password(value, True) and (symbol or random_like(value, 16)):
                 found.append(Finding(match.start(1), match.end(1), "password"))

@@ -308,6 +308,8 @@ def test_a_quoted_password_after_a_login_is_redacted(text: str) -> None:
         'signed in to "grafana.prod.v2" with the "Viewer2024" role',
         "log in with `~/.ssh/id_ed25519` and run `make deploy`",
         'after login the banner says "Welcome" and "Version 3.2.1"',
+        # German "Log in logs/…" (the log is in): an Airflow run id is no password
+        "Lauf `scheduled__2024-11-30T23:30:00+00:00` fehlgeschlagen (Log in logs/run.md)",
     ],
 )
 def test_a_login_without_a_password_is_kept(text: str) -> None:
