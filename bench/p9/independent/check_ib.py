@@ -114,7 +114,7 @@ def main():
         for sub in ("test", "dev"):
             p = os.path.join(HERE, sub)
             if os.path.isdir(p):
-                dirs += sorted(os.path.join(p, x) for x in os.listdir(p) if os.path.isdir(os.path.join(p, x)))
+                dirs += sorted(os.path.join(p, x) for x in os.listdir(p) if os.path.isdir(os.path.join(p, x)) and x.startswith("ib-"))
     allerr = []
     for d in dirs:
         errs, st = check_scenario(d)

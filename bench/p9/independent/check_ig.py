@@ -133,7 +133,7 @@ def main():
         if not os.path.isdir(base):
             errors.append(f"missing folder {folder}/")
             continue
-        subs = sorted(d for d in os.listdir(base) if os.path.isdir(os.path.join(base, d)))
+        subs = sorted(d for d in os.listdir(base) if os.path.isdir(os.path.join(base, d)) and d.startswith("ig-"))
         if not subs:
             errors.append(f"no scenario in {folder}/")
         for d in subs:
