@@ -15,7 +15,7 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from carryd.carry.ledger import markdown_blocks, section_kind_of, source_lines
+from carryd.carry.ledger import Block, markdown_blocks, section_kind_of, source_lines
 from carryd.carry.marks import ItemState, item_state, marked_failed, names_attempts
 from carryd.carry.sections import SECTION_TABLE, KnownKind
 from carryd.carry.units import shape_of
@@ -100,25 +100,37 @@ def heading_key(title: str, year: int = 0, *, any_word: bool = False) -> tuple[i
     return None
 
 
-def parse_outline(text: str, path: str = "") -> Outline:
-    """Given a Markdown text, return its outline: headings, items, log entries, recency."""
-    lines = source_lines(text)
-    blocks = markdown_blocks(text)
-    year = _first_year(text)
+_BOLD_LINE = re.compile(r"^\s*(\*\*|__)([^*_\n]{2,80}?)\s*:?\s*\1\s*:?\s*$")
+
+
+Raw = tuple[int, int, int | None, str]  # an item's first and last line, heading, block kind
+
+
+def _skeleton(
+    lines: Sequence[str], blocks: Sequence[Block], year: int
+) -> tuple[list[Heading], list[Raw]]:
+    """Given a text's lines and blocks, return its headings (with the sections in disguise:
+    a bold line or a list item that names a known section) and its items' raw spans."""
     headings: list[Heading] = []
     stack: list[int] = []
-    raw: list[tuple[int, int, int | None, str]] = []
+    raw: list[Raw] = []
     for block in blocks:
-        if block.kind == "heading":
-            while stack and headings[stack[-1]].level >= block.heading_level:
+        level, title = block.heading_level, block.heading_text.strip()
+        if block.kind == "paragraph" and block.line_start == block.line_end:
+            # "**Offen, Stand 02.12. (nach Priorität):**" above a list: a section in disguise
+            bold = _BOLD_LINE.match(lines[block.line_start - 1])
+            if bold is not None and section_kind_of(bold.group(2)) is not None:
+                title = bold.group(2).strip()
+                level = headings[stack[-1]].level + 1 if stack else 1
+        if block.kind == "heading" or level:
+            while stack and headings[stack[-1]].level >= level:
                 stack.pop()
             parent = stack[-1] if stack else None
-            title = block.heading_text.strip()
             headings.append(
                 Heading(
                     lines[block.line_start - 1].rstrip(),
                     title,
-                    block.heading_level,
+                    level,
                     block.line_start,
                     parent,
                     heading_key(title, year, any_word=True),
@@ -128,7 +140,26 @@ def parse_outline(text: str, path: str = "") -> Outline:
             continue
         if block.kind in ("comment", "rule"):
             continue
+        labelled = _label_and_children(lines, block.line_start, block.line_end)
+        if block.kind == "list" and labelled is not None:
+            # "- Siguiente (s10), en este orden:" over its sub-items: a section in disguise
+            label, children = labelled
+            parent = stack[-1] if stack else None
+            level = headings[parent].level + 1 if parent is not None else 1
+            heading = lines[block.line_start - 1].rstrip()
+            headings.append(Heading(heading, label, level, block.line_start, parent, None))
+            raw.extend((start, end, len(headings) - 1, "list") for start, end in children)
+            continue
         raw.append((block.line_start, block.line_end, stack[-1] if stack else None, block.kind))
+    return headings, raw
+
+
+def parse_outline(text: str, path: str = "") -> Outline:
+    """Given a Markdown text, return its outline: headings, items, log entries, recency."""
+    lines = source_lines(text)
+    blocks = markdown_blocks(text)
+    year = _first_year(text)
+    headings, raw = _skeleton(lines, blocks, year)
     entries = _log_entries(headings)
     entry_rank = _entry_recency(headings, entries)
     current = _kept_current(headings, entries)
@@ -142,6 +173,8 @@ def parse_outline(text: str, path: str = "") -> Outline:
     }
     for position, (start, end, heading, kind) in enumerate(raw):
         body = "\n".join(lines[start - 1 : end]).rstrip()
+        if not body.strip():
+            continue  # a block of nothing but Unicode spaces ("\x85") says nothing
         entry = _enclosing(headings, heading, entries)
         if entry is not None:
             recency, in_log = entry_rank[entry], True
@@ -155,7 +188,7 @@ def parse_outline(text: str, path: str = "") -> Outline:
             recency = 1.0 if kept_current else 0.3 + 0.7 * index / (len(siblings) - 1)
             in_log = False
         under_attempts = _under_attempts(headings, heading)
-        state = item_state(body)
+        state = item_state(_own_lines(body))
         if state == "failed" and not under_attempts and shape_of(body) == "table":
             # ❌ in a tracker's cells is a status ("not deployed yet"); a table is a table of
             # attempts when its header or a heading above it says so.
@@ -178,6 +211,44 @@ def parse_outline(text: str, path: str = "") -> Outline:
             )
         )
     return Outline(path, tuple(headings), tuple(items), len(lines), tuple(sorted(entries)))
+
+
+_SUB_ITEM = re.compile(r"^\s+(?:[-*+]|\d+[.)])\s")
+_LABEL_LINE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+[*_]*([^\n]{2,60}?)[*_]*\s*[:：]\s*[*_]*\s*$")
+
+
+def _label_and_children(
+    lines: Sequence[str], start: int, end: int
+) -> tuple[str, list[tuple[int, int]]] | None:
+    """Given a list item's lines (1-based, inclusive), return its label and its sub-items'
+    line spans when it is a known section's label over sub-items ("- NEXT (in order):",
+    "- Siguiente (s10), en este orden:"), else None."""
+    label = _LABEL_LINE.match(lines[start - 1])
+    if label is None or end <= start or not _SUB_ITEM.match(lines[start]):
+        return None
+    if section_kind_of(label.group(1)) is None:
+        return None
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    children: list[tuple[int, int]] = []
+    for number in range(start + 1, end + 1):
+        line = lines[number - 1]
+        if _SUB_ITEM.match(line) and len(line) - len(line.lstrip()) == indent:
+            children.append((number, number))
+        elif children:
+            children[-1] = (children[-1][0], number)
+    while children and not lines[children[-1][1] - 1].strip():
+        children[-1] = (children[-1][0], children[-1][1] - 1)
+    return label.group(1).strip(), children
+
+
+def _own_lines(body: str) -> str:
+    """Given an item's text, return its own lines: those before its first sub-item. A failure
+    word deep in a session's nested notes marks that sub-item, not the whole entry."""
+    lines = body.split("\n")
+    for number, line in enumerate(lines[1:], start=1):
+        if _SUB_ITEM.match(line):
+            return "\n".join(lines[:number])
+    return body
 
 
 def from_line(outline: Outline, line: int) -> Outline:

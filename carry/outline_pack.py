@@ -43,6 +43,7 @@ NEWEST_WHOLE_SHARE = 0.2  # first the newest attempts whole, up to this share
 FAILED_SHARE = 0.4  # failed attempts' first and reason units, first, up to this share
 REASON_BONUS = 1.5
 FENCE_FACTOR = 0.7  # a code block's lines after its first: often pasted output
+TABLE_OLDEST = 0.6  # a table's first row is worth this much of its last
 RELEVANT_BONUS = 1.2
 DECISION_RECENCY = 0.8  # an old decision is worth a recent item
 POINTER_CHARS = 12  # " (L123-130)" after an item shown in part
@@ -82,6 +83,13 @@ def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
         values = [factor * (1.0 + salience(u.text) + content_chars(u.text) / 120) for u in units]
         if shape_of(item.text) == "fence":
             values[2:] = [value * FENCE_FACTOR for value in values[2:]]  # output, not command
+        if shape_of(item.text) == "table" and len(units) > 3:
+            # rows are appended: the last rows are the newest figures
+            last = len(units) - 1
+            values[1:] = [
+                value * (TABLE_OLDEST + (1 - TABLE_OLDEST) * (row - 1) / (last - 1))
+                for row, value in enumerate(values[1:], start=1)
+            ]
         values[0] += 0.5 * factor  # the first unit says what the item is about
         if shape_of(item.text) == "fence":
             values[0] = 0.0  # an opening "```sql" says nothing by itself

@@ -161,6 +161,8 @@ def reason_scores(units: Sequence[Unit]) -> list[float]:
             cue in folded for cue in (*REASON_CUES, *TURN_CUES, *CONCLUSION_CUES)
         ):
             score += 1.0
+        if any(cue in folded for cue in REASON_CUES):
+            score += 1.0  # "causa: …", "because …" names the reason; "reverted" only the verdict
         if any(cue in folded for cue in NEGATION_CUES):
             score += 0.75
         scores[index] = score

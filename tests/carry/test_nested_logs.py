@@ -89,3 +89,65 @@ def test_a_verdict_is_never_shown_without_the_reason_it_closes_on() -> None:
                 number = line.split("Theory ")[1].split(":")[0]
                 assert f"0 panics in renewal path {number}." in line, (budget, line)
     assert verdicts
+
+
+def test_a_bold_line_naming_a_section_heads_the_list_below_it() -> None:
+    # A ledger without headings: "**Offen, Stand 02.12.:**" is its next steps.
+    ledger = (
+        "Übergabe-Ledger, neueste Einträge unten.\n\n"
+        + "".join(f"- {n:02d}.11.: Lauf {n}, Lag p95 {40 + n} min.\n" for n in range(1, 29))
+        + "\n**Offen, Stand 02.12. (nach Priorität):**\n"
+        "- MR !241 fertig machen, dann `airflow dags test ch_export_shop 2024-12-01`.\n"
+        "- Dashboards 31, 44, 45 auf FINAL umstellen.\n"
+    )
+    outline = parse_outline(ledger, PATH)
+    assert [item.section for item in outline.items[-2:]] == ["next", "next"]
+    cut = pack_outline(outline, 700, path=PATH)
+    assert "airflow dags test ch_export_shop 2024-12-01" in cut and "31, 44, 45" in cut
+
+
+def test_a_list_item_labelling_next_steps_makes_its_sub_items_next_steps() -> None:
+    ledger = (
+        "# Ledger\n\n## Sesión 10\n- Intento 26: protobuf → −18 ms, revertido.\n"
+        "- Siguiente (s10), en este orden:\n"
+        "  1. añadir noCompress en app/build.gradle.kts y medir\n"
+        "  2. abrir PR de `perf/arranque-s10` contra `develop`\n"
+        "- Salida de `tools/bench_summary.py`: median=798.\n"
+    )
+    items = parse_outline(ledger, PATH).items
+    assert [(item.line_start, item.section) for item in items] == [
+        (4, None),
+        (6, "next"),
+        (7, "next"),
+        (8, None),
+    ]
+
+
+def test_a_failure_word_in_a_sub_item_does_not_make_the_whole_entry_an_attempt() -> None:
+    ledger = (
+        "# Ledger\n\n## Scratch\n- Nov 19 (session 12) — LATEST:\n"
+        "  - status: best honest model is still EXP-31 (r-0931) at 0.689.\n"
+        "  - EXP-33 is not a win; the idea failed on honest labels.\n"
+    )
+    item = parse_outline(ledger, PATH).items[0]
+    assert item.state == "plain"
+
+
+def test_the_unit_naming_the_cause_is_the_reason_kept_before_the_verdict() -> None:
+    text = (
+        "- Intento 23: R8 full mode en gradle.properties, benchmark 901 → 879 ms.\n"
+        "  - pero crash en checkout: Gson devuelve campos null en `PedidoDto`.\n"
+        "    - causa: los DTO no tienen @Keep y R8 elimina el constructor que usa Gson.\n"
+        "  - revertido en d07a3e8 → 9a2c114, fila tachada."
+    )
+    from carryd.carry.units import reason_ranked
+
+    units = units_of(text)
+    assert "causa:" in units[reason_ranked(units)[0]].text
+
+
+def test_a_tables_last_rows_are_kept_before_its_first() -> None:
+    rows = "".join(f"| build {n} | {300 + n} ms | run {n} |\n" for n in range(1, 13))
+    ledger = "# Ledger\n\n## Mediciones\n| build | TTID | notes |\n|---|---|---|\n" + rows
+    cut = pack_outline(parse_outline(ledger, PATH), 260, path=PATH)
+    assert "| build 12 |" in cut and "| build 1 |" not in cut
