@@ -213,7 +213,7 @@ def parse_outline(text: str, path: str = "") -> Outline:
     return Outline(path, tuple(headings), tuple(items), len(lines), tuple(sorted(entries)))
 
 
-_SUB_ITEM = re.compile(r"^\s+(?:[-*+]|\d+[.)])\s")
+SUB_ITEM = re.compile(r"^\s+(?:[-*+]|\d+[.)])\s")  # a nested list item's first line
 _LABEL_LINE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+[*_]*([^\n]{2,60}?)[*_]*\s*[:：]\s*[*_]*\s*$")
 
 
@@ -224,7 +224,7 @@ def _label_and_children(
     line spans when it is a known section's label over sub-items ("- NEXT (in order):",
     "- Siguiente (s10), en este orden:"), else None."""
     label = _LABEL_LINE.match(lines[start - 1])
-    if label is None or end <= start or not _SUB_ITEM.match(lines[start]):
+    if label is None or end <= start or not SUB_ITEM.match(lines[start]):
         return None
     if section_kind_of(label.group(1)) is None:
         return None
@@ -232,7 +232,7 @@ def _label_and_children(
     children: list[tuple[int, int]] = []
     for number in range(start + 1, end + 1):
         line = lines[number - 1]
-        if _SUB_ITEM.match(line) and len(line) - len(line.lstrip()) == indent:
+        if SUB_ITEM.match(line) and len(line) - len(line.lstrip()) == indent:
             children.append((number, number))
         elif children:
             children[-1] = (children[-1][0], number)
@@ -246,7 +246,7 @@ def _own_lines(body: str) -> str:
     word deep in a session's nested notes marks that sub-item, not the whole entry."""
     lines = body.split("\n")
     for number, line in enumerate(lines[1:], start=1):
-        if _SUB_ITEM.match(line):
+        if SUB_ITEM.match(line):
             return "\n".join(lines[:number])
     return body
 

@@ -17,12 +17,11 @@ in document order under each shown item's headings, and `chars <= budget` always
 from __future__ import annotations
 
 import heapq
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from carryd.carry.marks import decides, item_state, names_attempts
-from carryd.carry.outline import Item, Outline
+from carryd.carry.outline import SUB_ITEM, Item, Outline
 from carryd.carry.units import (
     MIN_REASON_UNITS,
     Unit,
@@ -48,7 +47,6 @@ RELEVANT_BONUS = 1.2
 DECISION_RECENCY = 0.8  # an old decision is worth a recent item
 POINTER_CHARS = 12  # " (L123-130)" after an item shown in part
 ATTEMPT_WHOLE_CHARS = 800  # an attempt up to this is kept whole (newest first, in its share)
-_SUB_ITEM = re.compile(r"^\s+(?:[-*+]|\d+[.)])\s")
 
 
 @dataclass
@@ -145,7 +143,7 @@ def _attempt_floor(item: Item, units: Sequence[Unit]) -> tuple[list[int], list[i
     nested = [
         number
         for number, line in enumerate(lines[1:], start=1)
-        if _SUB_ITEM.match(line) and item_state(line) == "failed"
+        if SUB_ITEM.match(line) and item_state(line) == "failed"
     ]
     if not nested:
         return [], []
