@@ -79,23 +79,23 @@ def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
             factor *= RELEVANT_BONUS
         units = units_of(item.text) or [Unit(0, item.text)]
         values = [factor * (1.0 + salience(u.text) + content_chars(u.text) / 120) for u in units]
-        if shape_of(item.text) == "fence":
+        values[0] += 0.5 * factor  # the first unit says what the item is about
+        shape = shape_of(item.text)
+        if shape == "fence":
+            values[0] = 0.0  # an opening "```sql" says nothing by itself
             values[2:] = [value * FENCE_FACTOR for value in values[2:]]  # output, not command
-        if shape_of(item.text) == "table" and len(units) > 3:
+        elif shape == "table" and len(units) > 3:
             # rows are appended: the last rows are the newest figures
             last = len(units) - 1
             values[1:] = [
                 value * (TABLE_OLDEST + (1 - TABLE_OLDEST) * (row - 1) / (last - 1))
                 for row, value in enumerate(values[1:], start=1)
             ]
-        values[0] += 0.5 * factor  # the first unit says what the item is about
-        if shape_of(item.text) == "fence":
-            values[0] = 0.0  # an opening "```sql" says nothing by itself
         floor, upgrade = _attempt_floor(item, units)
         for index in floor[1:]:
             values[index] *= REASON_BONUS
         lead = True
-        if item.position in labelled and floor and floor[0] == 0 and shape_of(item.text) == "prose":
+        if item.position in labelled and floor and floor[0] == 0 and shape == "prose":
             floor, lead = floor[1:] or floor, len(floor) == 1  # "### Attempt 31 — …" says what
         pieces.append(_Piece(item, units, values, floor, upgrade, lead=lead))
     return pieces
