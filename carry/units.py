@@ -85,7 +85,16 @@ def closed(text: str) -> str:
     lines = text.split("\n")
     if shape_of(text) != "fence" or (len(lines) > 1 and _FENCE.match(lines[-1])):
         return text
-    return f"{text}\n{lines[0].strip()[:3]}"
+    return f"{text}\n{_closing(lines)}"
+
+
+def _closing(lines: Sequence[str]) -> str:
+    """Given a code block's lines, return its closing fence: its last line when that closes it,
+    else the opening's run of backticks or tildes (```` closes ````, ~~~ closes ~~~)."""
+    if len(lines) > 1 and _FENCE.match(lines[-1]):
+        return lines[-1]
+    opening = re.match(r"\s*(`{3,}|~{3,})", lines[0])
+    return opening.group(1) if opening else "```"
 
 
 def units_of(text: str) -> list[Unit]:
@@ -231,6 +240,5 @@ def joined(text: str, units: Sequence[Unit], chosen: Sequence[int]) -> str:
             out[-1] = f"{out[-1].rstrip()}{mark}{unit.text.strip()}"
         previous = index
     if shape == "fence":
-        closing = lines[-1] if len(lines) > 1 and _FENCE.match(lines[-1]) else "```"
-        out.append(closing)
+        out.append(_closing(lines))
     return "\n".join(out)

@@ -151,3 +151,11 @@ def test_a_tables_last_rows_are_kept_before_its_first() -> None:
     ledger = "# Ledger\n\n## Mediciones\n| build | TTID | notes |\n|---|---|---|\n" + rows
     cut = pack_outline(parse_outline(ledger, PATH), 260, path=PATH)
     assert "| build 12 |" in cut and "| build 1 |" not in cut
+
+
+def test_a_code_block_is_closed_with_its_own_fence() -> None:
+    from carryd.carry.units import closed
+
+    assert closed("````md\n```sh\nmake\n```\nleft open").endswith("\n````")
+    tilde = "~~~\nSELECT 1;\nSELECT 2;"
+    assert joined(tilde, units_of(tilde), [0, 1]) == "~~~\nSELECT 1;\n~~~"
