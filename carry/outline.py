@@ -38,9 +38,10 @@ _NUMBERED = re.compile(
     r"|semaine|sprint|run|iteration|round|entry|part|phase|stage|step)\s*#?\s*(\d{1,4})"
     r"|(?:세션|セッション|회차|第|Day)\s*(\d{1,4})|(\d{1,4})\s*(?:日目|일차|天|회|次)"
 )
-# Any word then a number at a heading's start ("Attempt 12 — …", "Versuch 3", "Intento #4"):
+# Any word then a number at a heading's start ("Attempt 12 — …", "Versuch 3", "Intento #4",
+# "EXP-07"):
 # numbered, whatever the language; a log only when enough siblings are numbered or dated.
-_WORD_NUMBER = re.compile(r"^[*_`\s]*[^\W\d_]+\.?[ \t]*#?[ \t]*(\d{1,4})(?![\d.,:/-])")
+_WORD_NUMBER = re.compile(r"^[*_`\s]*[^\W\d_]+\.?[ \t]*[#-]?[ \t]*(\d{1,4})(?![\d.,:/-])")
 
 
 @dataclass(frozen=True)
@@ -259,15 +260,28 @@ def from_line(outline: Outline, line: int) -> Outline:
     keep = [index for index, heading in enumerate(outline.headings) if heading.line >= line]
     renumber = {old: new for new, old in enumerate(keep)}
     headings = tuple(
-        Heading(h.text, h.title, h.level, h.line, renumber.get(h.parent) if h.parent is not None
-                else None, h.key)
+        Heading(
+            h.text,
+            h.title,
+            h.level,
+            h.line,
+            renumber.get(h.parent) if h.parent is not None else None,
+            h.key,
+        )
         for h in (outline.headings[index] for index in keep)
     )
     items = tuple(
         Item(
-            item.text, item.line_start, item.line_end,
+            item.text,
+            item.line_start,
+            item.line_end,
             renumber.get(item.heading) if item.heading is not None else None,
-            item.state, item.recency, item.weight, item.in_log, item.block, item.position,
+            item.state,
+            item.recency,
+            item.weight,
+            item.in_log,
+            item.block,
+            item.position,
             item.section,
         )
         for item in outline.items

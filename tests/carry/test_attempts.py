@@ -155,6 +155,20 @@ def test_headings_numbered_in_any_words_make_a_log() -> None:
     assert len(parse_outline(german).log_entries) == 3
 
 
+def test_experiment_ids_as_headings_make_a_log_newest_last() -> None:
+    # "### EXP-01" … "### EXP-34" (an ML ledger): numbered entries, the oldest first; an
+    # entry's suffix ("EXP-03b") ranks it right after its number.
+    names = ["EXP-01", "EXP-02", "EXP-03", "EXP-03b", "EXP-04", "EXP-34"]
+    ledger = "# Ledger\n" + "".join(
+        f"\n### {name}\n- result: {i}\n" for i, name in enumerate(names)
+    )
+    outline = parse_outline(ledger, PATH)
+    assert len(outline.log_entries) == len(names)
+    recency = [item.recency for item in outline.items]
+    assert recency == sorted(recency) and recency[0] == 0.0 and recency[-1] == 1.0
+    assert len(set(recency)) == len(names)
+
+
 def test_the_reason_after_a_ruled_out_red_herring_beats_the_symptoms_figures() -> None:
     text = (
         "Canary with the poll loop on its own thread. Looked great for 6 hours. "
