@@ -37,6 +37,7 @@ from carryd.carry.units import (
 
 STATE_FACTOR = {"open": 1.4, "failed": 1.3, "plain": 1.0, "done": 0.5, "superseded": 0.25}
 FAILED_WHOLE_SHARE = 0.45  # then newest first whole, while all failed take this share
+NEWEST = 0.999  # an item this recent is in the newest entry
 CURRENT_SHARE = 0.15  # first the status section and the open next steps, whole
 NEWEST_WHOLE_SHARE = 0.2  # first the newest attempts whole, up to this share
 FAILED_SHARE = 0.4  # failed attempts' first and reason units, first, up to this share
@@ -229,7 +230,14 @@ def _current(pieces: Sequence[_Piece]) -> list[_Piece]:
         and p.item.state in ("plain", "open")
         and (p.item.section != "next" or p.item.state == "open" or not p.floor)
     ]
-    return sorted(chosen, key=lambda p: (order[p.item.section or "goal"], p.item.position))
+    # Work left open in the newest entry ("A medias (SIN COMMIT): …", "WIP: …") is where
+    # things stand too, whatever section it sits in.
+    chosen += [
+        p
+        for p in pieces
+        if p.item.section is None and p.item.state == "open" and p.item.recency >= NEWEST
+    ]
+    return sorted(chosen, key=lambda p: (order[p.item.section or "next"], p.item.position))
 
 
 def _spend(pieces: list[_Piece], outline: Outline, room: int) -> None:

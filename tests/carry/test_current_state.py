@@ -103,3 +103,21 @@ def test_what_is_left_out_is_named_by_its_lines() -> None:
     for number, line in enumerate(source, start=1):
         if line.strip() and number not in shown_or_named:
             assert line in cut, (number, line)
+
+
+def test_work_left_half_done_in_the_newest_entry_is_kept_whole_in_any_language() -> None:
+    # Newest session first; its uncommitted, half-done change is where things stand, and it
+    # is long: its later sentences (what is missing) must come with it, before old entries.
+    half_done = {
+        "es": "- A medias (SIN COMMIT): `App.kt` implementa `ImageLoaderFactory`. Falta borrar "
+        "el `@Provides` de `CoilModule`; hay DOS instancias hasta entonces. No medir aún.",
+        "en": "- WIP (uncommitted): `App.kt` now implements `ImageLoaderFactory`. Still to do: "
+        "drop the `@Provides` in `CoilModule`; there are TWO instances until then.",
+        "ja": "- 作業中（未コミット）：`App.kt` が `ImageLoaderFactory` を実装。`CoilModule` の "
+        "`@Provides` を消すまでインスタンスが二つある。まだ計測しない。",
+    }
+    for language, item in half_done.items():
+        sessions = "\n".join(_filler_log(1, start=n) for n in range(20, 0, -1))
+        ledger = f"# Ledger\n\n## 2026-11-30\n{item}\n\n{sessions}\n"
+        cut = pack_outline(parse_outline(ledger, PATH), 900, path=PATH)
+        assert item in cut, language
