@@ -267,16 +267,21 @@ def _history_shown(
     return rows_shown(text, rows)
 
 
+# A planned carry may cost this much more than flat injection of the same files (issue 20's
+# bar is +10%): the room buys whole items where flat cuts its tail mid-sentence.
+COST_SLACK = 0.08
+
+
 def cost_ceiling(inputs: CarryInputs, budgets: CarryBudgets, *, required: Sequence[str]) -> int:
     """Given the inputs, the budgets and the required segments' texts, return the carry's
-    total budget: what the flat injection would cost for the same files, so a planned carry
-    is never dearer than the truncation it replaces — but never less than the required
-    segments plus the memory budget (room for the user's standing rules) or
+    total budget: what the flat injection would cost for the same files plus `COST_SLACK`,
+    so a planned carry costs about what the truncation it replaces costs — but never less
+    than the required segments plus the memory budget (room for the user's standing rules) or
     `budgets.free_chars` (what a host injects at SessionStart anyway: a short hand-off is
     not cut), and never more than `budgets.total_chars`.
 
-    The planned carry earns its place by choosing better within the flat's cost, not by
-    spending more: standing rules and recalled memory are paid for by the ledger's and the
+    The planned carry earns its place by choosing better within about the flat's cost, not
+    by spending more: standing rules and recalled memory are paid for by the ledger's and the
     plan's least useful lines (superseded, done, oldest), which the packing drops first.
     """
     try:
@@ -284,7 +289,8 @@ def cost_ceiling(inputs: CarryInputs, budgets: CarryBudgets, *, required: Sequen
     except PromptBudgetError:
         flat = 0
     floor = planned_chars(text for text in required if text) + budgets.memory.max_chars
-    return min(budgets.total_chars, max(flat, floor, budgets.free_chars))
+    within = int(flat * (1 + COST_SLACK))
+    return min(budgets.total_chars, max(within, floor, budgets.free_chars))
 
 
 def _flat_carry(inputs: CarryInputs, budgets: CarryBudgets) -> PromptPlan:
