@@ -170,7 +170,7 @@ def _redacted_ledger(ledger: Ledger) -> Ledger:
     return dataclasses.replace(ledger, sections=sections)
 
 
-PLAN_SHARE = 0.12  # of the carry's total: the ledger holds most of what a hand-off needs
+PLAN_SHARE = 0.08  # of the carry's total: the ledger holds most of what a hand-off needs
 
 
 def plan_segment(inputs: CarryInputs, budgets: CarryBudgets, *, total: int = 0) -> PromptSegment:
