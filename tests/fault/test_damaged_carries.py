@@ -52,9 +52,13 @@ def ex(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, use_model: Path
     return root
 
 
-def as_rebuilt_here(carry: bytes, root: Path) -> bytes:
-    """The carry names its root (issue 10 item 6): rebuilt in this copy, it names the copy."""
-    return carry.replace(str(_BUILT["ex"]).encode(), str(root).encode())
+def carried_here(root: Path, workspace: str) -> bytes:
+    """The carry this copy's writer makes. A carry names its root (issue 10 item 6) and the
+    root's path counts against the budget, so a copy's carry is written in the copy."""
+    assert run("carry", "--root", str(root))[0] == 0
+    carry = (root / ".carryd" / "carry" / f"{workspace}.md").read_bytes()
+    assert str(root).encode() in carry
+    return carry
 
 
 def status(root: Path) -> tuple[int, dict[str, Any]]:
@@ -88,7 +92,7 @@ def test_an_intact_carried_root_is_healthy(ex: Path) -> None:
 
 def test_a_truncated_carry_is_reported_and_never_injected(ex: Path) -> None:
     carry = ex / ".carryd" / "carry" / "tooling.md"
-    whole = carry.read_bytes()
+    whole = carried_here(ex, "tooling")
     os.truncate(carry, 100)
     damaged = carry.read_bytes()
 
@@ -104,7 +108,7 @@ def test_a_truncated_carry_is_reported_and_never_injected(ex: Path) -> None:
     assert context.rstrip().split("\n\nFull carry:")[0].encode() != damaged.rstrip()
     assert len(context.encode()) > len(damaged)
     # No daemon runs: the hook rebuilt the file it points at.
-    assert carry.read_bytes() == as_rebuilt_here(whole, ex)
+    assert carry.read_bytes() == whole
     assert check_carry(load_settings(None, root=str(ex)), "tooling").state == "fresh"
     assert status(ex)[0] == 0
 
@@ -130,7 +134,7 @@ def test_a_garbage_manifest_is_reported_and_the_writer_repairs_it(ex: Path) -> N
 def test_other_damage_is_caught_and_the_hook_injects_a_current_carry(ex: Path, damage: str) -> None:
     carry = ex / ".carryd" / "carry" / "webshop.md"
     manifest = carry.with_suffix(".json")
-    whole = carry.read_bytes()
+    whole = carried_here(ex, "webshop")
     if damage == "manifest_gone":
         manifest.unlink()
     elif damage == "same_size_other_bytes":
@@ -143,5 +147,5 @@ def test_other_damage_is_caught_and_the_hook_injects_a_current_carry(ex: Path, d
     assert status(ex)[0] == 1
     context = session_start(ex, "webshop")
     assert "\ufffd" not in context and "XXXXXXXXXX" not in context
-    assert carry.read_bytes() == as_rebuilt_here(whole, ex)
+    assert carry.read_bytes() == whole
     assert carry_of(ex, "webshop")["state"] == "fresh"
