@@ -47,6 +47,9 @@ TABLE_OLDEST = 0.6  # a table's first row is worth this much of its last
 RELEVANT_BONUS = 1.2
 DECISION_RECENCY = 0.8  # an old decision is worth a recent item
 POINTER_CHARS = 12  # " (L123-130)" after an item shown in part
+FILL_POINTER_CHARS = 24  # what a pointer line can cost: an item this much over the room may fit
+FILL_TRIES = 64  # items tried whole after the spend, each by rendering the cut
+FILL_PASSES = 4
 ATTEMPT_WHOLE_CHARS = 800  # an attempt up to this is kept whole (newest first, in its share)
 
 
@@ -168,11 +171,44 @@ def pack_outline(
         _spend(pieces, outline, room)
         text = render(outline, pieces)
         if len(text) <= budget:
-            return text
+            return _fill(outline, pieces, budget, text)
         room -= len(text) - budget + 16
         if room <= 0:
             break
     return _pointer_only(outline, path, budget)
+
+
+def _fill(outline: Outline, pieces: Sequence[_Piece], budget: int, text: str) -> str:
+    """Given a cut within the budget, return it with the items not shown that now fit whole,
+    best value per character first: the spend does not count pointers, so what is left over
+    after them, and what a pointer itself costs (`… not shown: L51` hiding a 40-character next
+    step), buys whole items. Each is tried by rendering; the cut never grows past the budget."""
+    hidden = [p for p in pieces if not p.chosen]
+    hidden.sort(key=lambda p: -sum(p.values) / (len(p.item.text) + 1))
+    tried: set[int] = set()
+    tries = 0
+    for _ in range(FILL_PASSES):
+        shown = []
+        for piece in hidden:
+            position = piece.item.position
+            if piece.chosen or position in tried or tries >= FILL_TRIES:
+                continue
+            if len(piece.item.text) > budget - len(text) + FILL_POINTER_CHARS:
+                continue
+            tries += 1
+            tried.add(position)
+            piece.chosen.update(range(len(piece.units)))
+            filled = render(outline, pieces)
+            if len(filled) <= budget:
+                text = filled
+                shown.append(position)
+            else:
+                piece.chosen.clear()
+        # a neighbour shown can leave an item alone under its pointer: it is worth a retry
+        tried -= {near for position in shown for near in (position - 1, position + 1)}
+        if not shown:
+            break
+    return text
 
 
 def _unit_cost(piece: _Piece, index: int) -> int:
@@ -325,9 +361,7 @@ def render(outline: Outline, pieces: Sequence[_Piece]) -> str:
             text = joined(item.text, piece.units, chosen)
             before = "… " if chosen[0] != 0 else ""  # a labelled attempt's reason alone
             more = " …" if chosen[-1] < len(piece.units) - 1 else ""
-            events.append(
-                (item.line_start, item.line_end, f"{before}{text}{more} ({_span(item)})")
-            )
+            events.append((item.line_start, item.line_end, f"{before}{text}{more} ({_span(item)})"))
     events.sort(key=lambda event: (event[0], event[1]))
     out: list[str] = []
     hidden: list[tuple[int, int]] = []

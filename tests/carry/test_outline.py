@@ -219,3 +219,27 @@ def _whole_runs(outline: Outline) -> set[str]:
                     break
                 runs.add(BULLET.sub("", " ".join(u.text.strip() for u in units[start:end])))
     return runs
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(BLOCK, min_size=1, max_size=24), st.integers(min_value=60, max_value=3_000))
+def test_no_pointer_hides_an_item_that_would_fit_in_its_place(
+    blocks: list[str], budget: int
+) -> None:
+    ledger = "\n".join(blocks) + "\n"
+    outline = parse_outline(ledger, PATH)
+    cut = pack_outline(outline, budget, path=PATH)
+    lines = cut.split("\n")
+    slack = budget - len(cut)
+    for item in outline.items:
+        heading = outline.headings[item.heading].text if item.heading is not None else None
+        if heading is not None and heading not in lines:
+            continue  # showing it would show its heading too
+        span = (
+            str(item.line_start)
+            if item.line_start == item.line_end
+            else (f"{item.line_start}-{item.line_end}")
+        )
+        pointer = f"… not shown: L{span}"
+        if pointer in lines:  # a pointer naming this item alone
+            assert len(item.text) > len(pointer) + slack, (item.text, cut)
