@@ -20,7 +20,7 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from carryd.carry.marks import decides, item_state, names_attempts
+from carryd.carry.marks import decides, item_state, names_attempts, struck_out
 from carryd.carry.outline import SUB_ITEM, Item, Outline
 from carryd.carry.units import (
     MIN_REASON_UNITS,
@@ -88,12 +88,18 @@ def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
         if shape == "fence":
             values[0] = 0.0  # an opening "```sql" says nothing by itself
             values[2:] = [value * FENCE_FACTOR for value in values[2:]]  # output, not command
-        elif shape == "table" and len(units) > 3:
-            # rows are appended: the last rows are the newest figures
-            last = len(units) - 1
+        elif shape == "table":
+            if len(units) > 3:
+                # rows are appended: the last rows are the newest figures
+                last = len(units) - 1
+                values[1:] = [
+                    value * (TABLE_OLDEST + (1 - TABLE_OLDEST) * (row - 1) / (last - 1))
+                    for row, value in enumerate(values[1:], start=1)
+                ]
+            # a struck row ("| ~~p99 410 ms~~ | …") is a figure since replaced
             values[1:] = [
-                value * (TABLE_OLDEST + (1 - TABLE_OLDEST) * (row - 1) / (last - 1))
-                for row, value in enumerate(values[1:], start=1)
+                value * STATE_FACTOR["superseded"] if struck_out(unit.text) else value
+                for unit, value in zip(units[1:], values[1:], strict=True)
             ]
         floor, upgrade = _attempt_floor(item, units)
         for index in floor[1:]:

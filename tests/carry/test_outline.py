@@ -243,3 +243,18 @@ def test_no_pointer_hides_an_item_that_would_fit_in_its_place(
         pointer = f"… not shown: L{span}"
         if pointer in lines:  # a pointer naming this item alone
             assert len(item.text) > len(pointer) + slack, (item.text, cut)
+
+
+def test_a_struck_table_row_yields_to_the_rows_still_standing() -> None:
+    # the current figure is the table's first row; the rows after it are struck, replaced
+    rows = ["| run | checkout p99 | note |", "|---|---|---|"]
+    rows.append("| r-71 | 212 ms | after the pool fix 4f2c1aa, current |")
+    rows += [
+        f"| ~~r-{80 + n}~~ | ~~{400 - n * 7} ms~~ | ~~before the pool fix~~ |" for n in range(5)
+    ]
+    ledger = "# Ledger\n\n## Status\n" + "\n".join(rows) + "\n\n## Next\n- [ ] Roll the fix.\n"
+    outline = parse_outline(ledger, PATH)
+    for budget in (200, 260):
+        cut = pack_outline(outline, budget, path=PATH)
+        assert "| r-71 | 212 ms | after the pool fix 4f2c1aa, current |" in cut, cut
+        assert "L4-11" in cut  # the struck rows are named, not dropped
