@@ -122,6 +122,9 @@ REASON_CUES = (
     "turned out", "原因", "因为", "由于", "理由", "导致", "原因は", "理由は", "せいで", "원인",
     "때문", "이유", "porque", "causa", "motivo", "debido a", "weil", "grund:", "ursache",
     "parce que", "à cause", "cause :",
+    # a "why" label opens the reason ("por qué no sirvió: …", "why: …", "warum: …")
+    "why:", "why it", "por qué", "por que", "porquê", "warum", "pourquoi", "为什么", "为啥",
+    "なぜ", "何故", "왜",
 )  # fmt: skip
 
 # Where an attempt that looked fine turned out wrong ("but", 但是, 그런데, しかし, pero, …): the

@@ -159,3 +159,26 @@ def test_a_code_block_is_closed_with_its_own_fence() -> None:
     assert closed("````md\n```sh\nmake\n```\nleft open").endswith("\n````")
     tilde = "~~~\nSELECT 1;\nSELECT 2;"
     assert joined(tilde, units_of(tilde), [0, 1]) == "~~~\nSELECT 1;\n~~~"
+
+
+def test_a_why_label_opens_the_reason_in_any_language() -> None:
+    from carryd.carry.units import reason_ranked
+
+    for text, why in (
+        (
+            "- Intento 24: regenerar el baseline profile con más recorridos.\n"
+            "  - el perfil pasó de 180 KB a 1,1 MB y el arranque EMPEORÓ +35 ms en Moto G.\n"
+            "    - por qué: dex2oat compila código que no se usa al arrancar, más page faults.\n"
+            "  - vuelto al perfil de solo arranque. Regla: solo `startActivityAndWait()`.",
+            "por qué:",
+        ),
+        (
+            "- Attempt 9: bigger batch size in the consumer.\n"
+            "  - p99 went from 120 ms to 480 ms on `orders-7`.\n"
+            "  - why: every batch waits for its slowest partition, one slow broker stalls all.\n"
+            "  - reverted in 4f2c1aa, see PR #88.",
+            "why:",
+        ),
+    ):
+        units = units_of(text)
+        assert why in units[reason_ranked(units)[0]].text, text
