@@ -19,6 +19,7 @@ from carryd.index.redact import redact
 
 STANDING_HEADING = "# Your standing rules (root-level memory: they hold in every workspace)"
 UNSHOWN_DEFAULTS = "Root-level rules over the budget, not shown:"
+LINKED_BONUS = 0.3  # a rule of a note MEMORY.md names, over one that is not as relevant
 MAX_NAMED = 6  # rules over the budget named one by one; the rest by their files
 MAX_LISTED_CHARS = 240  # knowledge notes listed by name up to this; beyond, counted per folder
 UNSHOWN_NOTES = "Root-level notes that state no rule, not shown (`carryd recall` finds them):"
@@ -33,6 +34,7 @@ def standing_rules(
     which is not a standing rule (it is named, not shown); then relevance to the goal and the
     next steps (recall's confidence, shared words); then force."""
     ranked: list[tuple[Entry, float]] = []
+    linked = _linked_from_memory(entries)
     for position, entry in enumerate(entries):
         text = entry.text.strip()
         if not text:
@@ -50,14 +52,42 @@ def standing_rules(
         shared = sum(1 for term in terms if term in folded)
         density = force / max(1.0, len(text) / 200)
         score = (
-            1.0
-            + confidence.get(entry.id, 0.0)
-            + 0.08 * min(shared, 10)
-            + 0.05 * min(density, 5.0)
+            1.0 + confidence.get(entry.id, 0.0) + 0.08 * min(shared, 10) + 0.05 * min(density, 5.0)
         )
+        if entry.path in linked:
+            # A note MEMORY.md points to ("See notes/ci-runners.md before running anything on
+            # them"): the user made its rules part of theirs — after MEMORY.md's own.
+            score += LINKED_BONUS
         ranked.append((entry, score))
     ranked.sort(key=lambda pair: (-pair[1], pair[0].path, pair[0].line_start))
     return ranked
+
+
+def _linked_from_memory(entries: Sequence[Entry]) -> set[str]:
+    """Given the root-level entries, return the paths of the notes MEMORY.md names ("voir
+    notes/bigquery-couts.md", "see `notes/ci-runners.md`"), by path or by file name."""
+    memory = " ".join(e.text for e in entries if e.path.casefold() == "memory.md").casefold()
+    if not memory:
+        return set()
+    return {
+        entry.path
+        for entry in entries
+        if entry.path.casefold() != "memory.md"
+        and (entry.path.casefold() in memory or _named(entry.path.rpartition("/")[2], memory))
+    }
+
+
+def _named(name: str, text: str) -> bool:
+    """Given a file name and a text, return whether the text names the file as a whole word."""
+    folded = name.casefold()
+    start = text.find(folded)
+    while start != -1:
+        before = text[start - 1] if start else " "
+        after = text[start + len(folded)] if start + len(folded) < len(text) else " "
+        if not (before.isalnum() or before in "-_") and not (after.isalnum() or after in "-_"):
+            return True
+        start = text.find(folded, start + 1)
+    return False
 
 
 def standing_segment(
@@ -73,8 +103,8 @@ def standing_segment(
     def fit(room: int, _: Mapping[str, str]) -> str:
         limit = min(room, cap)
         for count in range(len(blocks), -1, -1):
-            for compact in (False, True):  # the rules themselves before the names of notes
-                text = _standing_text(defaults, memory, count, compact=compact)
+            for detail in (2, 1, 0):  # the rules themselves before the names of notes
+                text = _standing_text(defaults, memory, count, detail=detail)
                 if len(text) <= limit:
                     return text
         return ""
@@ -85,14 +115,14 @@ def standing_segment(
 
 
 def _standing_text(
-    defaults: Sequence[Entry], memory: MemoryContextPlan, count: int, *, compact: bool = False
+    defaults: Sequence[Entry], memory: MemoryContextPlan, count: int, *, detail: int = 2
 ) -> str:
     """Given the selection and how many of its standing blocks to show, return the segment:
-    those blocks and the lines naming every note not shown ("" when there is nothing) —
-    `compact`: by their files and folders only."""
+    those blocks and the lines naming every note not shown ("" when there is nothing), at
+    `detail` (`unshown_defaults`)."""
     shown = memory.standing_blocks[:count]
     left = tuple(memory_id for memory_id, _ in memory.standing_blocks[count:])
-    unshown = unshown_defaults(defaults, memory, also=left, compact=compact)
+    unshown = unshown_defaults(defaults, memory, also=left, detail=detail)
     body = "\n".join(part for part in ("\n\n".join(b for _, b in shown), unshown) if part)
     return f"{STANDING_HEADING}\n{body}" if body else ""
 
@@ -102,12 +132,13 @@ def unshown_defaults(
     plan: MemoryContextPlan,
     *,
     also: Sequence[str] = (),
-    compact: bool = False,
+    detail: int = 2,
 ) -> str:
     """Given the memory selection (and ids of selected defaults the carry's budget left out),
     return the lines naming root-level notes not shown ("" when every one is shown): a rule
-    over the budget by its title and `path:lines`, knowledge notes by their files — nothing
-    the user wrote at root level is silently absent."""
+    over the budget by its title and `path:lines` (`detail` 2), by its title and path (1),
+    or counted per folder (0); knowledge notes by their files (counted at 0) — nothing the
+    user wrote at root level is silently absent."""
     by_id = {entry.id: entry for entry in root_defaults}
     over = ("char_budget_exceeded", "token_budget_exceeded")
     missing_ids = [
@@ -124,15 +155,17 @@ def unshown_defaults(
     shown = {memory_id for memory_id, _ in plan.standing_blocks} - set(missing_ids)
     lines = []
     if missing:
-        first = 0 if compact else MAX_NAMED
+        first = MAX_NAMED if detail else 0
         named = "; ".join(
             f"{_title(entry)} ({entry.path}:{entry.line_start}-{entry.line_end})"
+            if detail > 1
+            else f"{_title(entry)} ({entry.path})"
             for entry in missing[:first]
         )
         rest = missing[first:]
         if rest:
             files = sorted({e.path for e in rest})
-            where = _folders(files) if compact else _grouped(files)
+            where = _grouped(files) if detail else _folders(files)
             named += f"{'; ' if named else ''}+{len(rest)} in {where}"
         lines.append(f"{UNSHOWN_DEFAULTS} {named}")
     others = sorted(
@@ -145,7 +178,7 @@ def unshown_defaults(
     )
     if others:
         listed = _grouped(others)
-        if compact or len(listed) > MAX_LISTED_CHARS:
+        if not detail or len(listed) > MAX_LISTED_CHARS:
             listed = f"{len(others)} files in {_folders(others)}"
         lines.append(f"{UNSHOWN_NOTES} {listed}")
     return redact("\n".join(lines)) if lines else ""

@@ -63,3 +63,27 @@ def test_a_note_not_shown_is_named_by_its_title_and_path() -> None:
     )
     assert "Never connect to billing-rw" not in tight.text  # over this budget the rule is named
     assert UNSHOWN_DEFAULTS in tight.text and "psql services (notes/psql.md:1-3)" in tight.text
+
+
+def test_a_rule_note_memory_md_points_to_ranks_over_an_equally_relevant_one() -> None:
+    notes = {
+        "notes/ci-runners.md": "# CI runners\n\n- Never prune docker volumes on a runner.\n",
+        "notes/laptop.md": "# Laptop\n\n- Never prune docker volumes on the laptop.\n",
+    }
+    for pointer, first in (
+        ("notes/ci-runners.md", "notes/ci-runners.md"),
+        ("laptop.md", "notes/laptop.md"),
+    ):
+        memory = f"# MEMORY\n\n- Never push to main.\n- See {pointer} before running anything.\n"
+        found = [*parse_entries("MEMORY.md", memory)]
+        for path, text in notes.items():
+            found.extend(parse_entries(path, text))
+        ranked = [entry.path for entry, _ in standing_rules(found, {}, frozenset({"docker"}))]
+        assert ranked[0] == "MEMORY.md" and ranked[1] == first, (pointer, ranked)
+    # a file name inside a longer name is no pointer to it
+    memory = "# MEMORY\n\n- Never push to main; see old-laptop.md.\n"
+    found = [*parse_entries("MEMORY.md", memory)]
+    for path, text in notes.items():
+        found.extend(parse_entries(path, text))
+    ranked = [entry.path for entry, _ in standing_rules(found, {}, frozenset({"docker"}))]
+    assert ranked[1] == "notes/ci-runners.md"  # by path order, as without any pointer
