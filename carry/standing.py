@@ -9,6 +9,7 @@ words) and then force decide the order. A rule that does not fit is named by its
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from carryd.carry.marks import rule_force
@@ -56,7 +57,8 @@ def standing_rules(
         )
         if entry.path in linked:
             # A note MEMORY.md points to ("See notes/ci-runners.md before running anything on
-            # them"): the user made its rules part of theirs — after MEMORY.md's own.
+            # them"): the user made its rules part of theirs — a little over an equally
+            # relevant note's.
             score += LINKED_BONUS
         ranked.append((entry, score))
     ranked.sort(key=lambda pair: (-pair[1], pair[0].path, pair[0].line_start))
@@ -65,29 +67,18 @@ def standing_rules(
 
 def _linked_from_memory(entries: Sequence[Entry]) -> set[str]:
     """Given the root-level entries, return the paths of the notes MEMORY.md names ("voir
-    notes/bigquery-couts.md", "see `notes/ci-runners.md`"), by path or by file name."""
-    memory = " ".join(e.text for e in entries if e.path.casefold() == "memory.md").casefold()
+    notes/bigquery-couts.md", "see `ci-runners.md`") by their file name, as a whole word."""
+    memory = " ".join(e.text for e in entries if e.path.casefold() == "memory.md")
     if not memory:
         return set()
     return {
         entry.path
         for entry in entries
         if entry.path.casefold() != "memory.md"
-        and (entry.path.casefold() in memory or _named(entry.path.rpartition("/")[2], memory))
+        and re.search(
+            rf"(?<![\w-]){re.escape(entry.path.rpartition('/')[2])}(?![\w-])", memory, re.I
+        )
     }
-
-
-def _named(name: str, text: str) -> bool:
-    """Given a file name and a text, return whether the text names the file as a whole word."""
-    folded = name.casefold()
-    start = text.find(folded)
-    while start != -1:
-        before = text[start - 1] if start else " "
-        after = text[start + len(folded)] if start + len(folded) < len(text) else " "
-        if not (before.isalnum() or before in "-_") and not (after.isalnum() or after in "-_"):
-            return True
-        start = text.find(folded, start + 1)
-    return False
 
 
 def standing_segment(
