@@ -210,6 +210,11 @@ def struck_out(text: str) -> bool:
     return struck > 0 and struck >= 0.4 * letters
 
 
+def unstruck(text: str) -> str:
+    """Given a text, return it without its struck spans: "~~655~~ 649 ms" says 649 ms."""
+    return _STRIKE.sub("", text)
+
+
 def item_state(text: str) -> ItemState:
     """Given an item's text, return its state from its own marks (first line weighs most)."""
     if struck_out(text):
@@ -233,7 +238,7 @@ def item_state(text: str) -> ItemState:
         match = _STATE_PATTERNS[state].search(opening)
         if match is not None and match.start() <= OPENING_SLACK:
             return state
-    if _ATTEMPT.search(_OPENING.sub("", _DATED.sub("", head))[:HEAD_WORDS_CHARS + 6]):
+    if _ATTEMPT.search(_OPENING.sub("", _DATED.sub("", head))[: HEAD_WORDS_CHARS + 6]):
         return "failed"
     if _ATTEMPT_THEN.search(head):
         return "failed"  # "… 라이브러리도 시도 → …", "tried X -> Y": an attempt and its outcome

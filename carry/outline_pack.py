@@ -20,7 +20,7 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from carryd.carry.marks import decides, item_state, names_attempts, struck_out
+from carryd.carry.marks import decides, item_state, names_attempts, struck_out, unstruck
 from carryd.carry.outline import SUB_ITEM, Item, Outline
 from carryd.carry.units import (
     MIN_REASON_UNITS,
@@ -44,6 +44,7 @@ FAILED_SHARE = 0.4  # failed attempts' first and reason units, first, up to this
 REASON_BONUS = 1.5
 FENCE_FACTOR = 0.7  # a code block's lines after its first: often pasted output
 TABLE_OLDEST = 0.6  # a table's first row is worth this much of its last
+NEWEST_ROW_BONUS = 1.5  # a table's last row still standing: where the figures stand now
 RELEVANT_BONUS = 1.2
 DECISION_RECENCY = 0.8  # an old decision is worth a recent item
 POINTER_CHARS = 12  # " (L123-130)" after an item shown in part
@@ -82,25 +83,23 @@ def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
         if relevance and any(term in item.text.casefold() for term in relevance):
             factor *= RELEVANT_BONUS
         units = units_of(item.text) or [Unit(0, item.text)]
-        values = [factor * (1.0 + salience(u.text) + content_chars(u.text) / 120) for u in units]
-        values[0] += 0.5 * factor  # the first unit says what the item is about
         shape = shape_of(item.text)
+        values = [factor * (1.0 + _worth(u.text, shape)) for u in units]
+        values[0] += 0.5 * factor  # the first unit says what the item is about
         if shape == "fence":
             values[0] = 0.0  # an opening "```sql" says nothing by itself
             values[2:] = [value * FENCE_FACTOR for value in values[2:]]  # output, not command
         elif shape == "table":
-            if len(units) > 3:
-                # rows are appended: the last rows are the newest figures
-                last = len(units) - 1
-                values[1:] = [
-                    value * (TABLE_OLDEST + (1 - TABLE_OLDEST) * (row - 1) / (last - 1))
-                    for row, value in enumerate(values[1:], start=1)
-                ]
-            # a struck row ("| ~~p99 410 ms~~ | …") is a figure since replaced
-            values[1:] = [
-                value * STATE_FACTOR["superseded"] if struck_out(unit.text) else value
-                for unit, value in zip(units[1:], values[1:], strict=True)
-            ]
+            # rows are appended: the last rows standing are the newest figures; a struck row
+            # ("| ~~p99 410 ms~~ | …") is a figure since replaced
+            standing = [i for i in range(1, len(units)) if not struck_out(units[i].text)]
+            for rank, index in enumerate(standing):
+                if len(standing) > 2:
+                    values[index] *= TABLE_OLDEST + (1 - TABLE_OLDEST) * rank / (len(standing) - 1)
+            if len(standing) > 2:
+                values[standing[-1]] *= NEWEST_ROW_BONUS  # the figure things stand at
+            for index in set(range(1, len(units))) - set(standing):
+                values[index] *= STATE_FACTOR["superseded"]
         floor, upgrade = _attempt_floor(item, units)
         for index in floor[1:]:
             values[index] *= REASON_BONUS
@@ -109,6 +108,15 @@ def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
             floor, lead = floor[1:] or floor, len(floor) == 1  # "### Attempt 31 — …" says what
         pieces.append(_Piece(item, units, values, floor, upgrade, lead=lead))
     return pieces
+
+
+def _worth(text: str, shape: str) -> float:
+    """Given a unit and its item's shape, return what its facts are worth: its salient tokens
+    and its length. A table cell corrected in place ("~~655~~ 649 ms") holds one figure, not
+    two; in prose a struck span is what the item goes on to replace, and it is counted."""
+    if shape == "table" and not struck_out(text):
+        text = unstruck(text)
+    return salience(text) + content_chars(text) / 120
 
 
 def _labelled(outline: Outline) -> set[int]:

@@ -258,3 +258,24 @@ def test_a_struck_table_row_yields_to_the_rows_still_standing() -> None:
         cut = pack_outline(outline, budget, path=PATH)
         assert "| r-71 | 212 ms | after the pool fix 4f2c1aa, current |" in cut, cut
         assert "L4-11" in cut  # the struck rows are named, not dropped
+
+
+def test_a_table_keeps_its_last_standing_row_over_rows_corrected_in_place() -> None:
+    # the author corrects cells in place ("~~530~~ 512 ms") and strikes a reverted row at the
+    # end: the row things stand at is the last one not struck, and a corrected cell holds one
+    # figure, not two
+    rows = ["| build | p50 | p90 | note |", "|---|---|---|---|"]
+    rows.append("| 1.0 (baseline) | 388 ms | 655 ms | before the regression |")
+    for n in range(4):
+        old, new = 930 - 60 * n, 915 - 60 * n
+        rows.append(
+            f"| dev@{n}a91e0d (s{n + 4}) | ~~{old}~~ {new} ms | ~~{old + 90}~~ {new + 80} ms"
+            f" | re-measured in s{n + 5} with 15 runs (was {n + 5}) |"
+        )
+    rows.append("| perf@7f3c2a1 (s9) | 651 ms | 702 ms | lazy client; current |")
+    rows.append("| ~~perf@d07a3e8 (s10)~~ | ~~640 ms~~ | ~~690 ms~~ | ~~full mode~~ reverted |")
+    ledger = "# Ledger\n\n## Measurements\n" + "\n".join(rows) + "\n\n## Next\n- [ ] Ship it.\n"
+    outline = parse_outline(ledger, PATH)
+    cut = pack_outline(outline, 260, path=PATH)
+    assert "| perf@7f3c2a1 (s9) | 651 ms | 702 ms | lazy client; current |" in cut, cut
+    assert "- [ ] Ship it." in cut, cut
