@@ -116,6 +116,15 @@ DECISION_WORDS = (
     "décision", "décidé", "决定", "决策", "结论", "定了", "決定", "方針", "結論", "결정", "결론",
 )  # fmt: skip
 
+# Words that mark an entry as the one things stand at ("**current CI number**", "| current |",
+# "ÚLTIMA FILA VÁLIDA"): counted only where the author sets them apart — in bold, in brackets,
+# alone in a table cell, after a dash or semicolon at the end, or shouted in capitals.
+CURRENT_WORDS = (
+    "current", "latest", "valid", "still valid", "in force", "actual", "vigente", "válido",
+    "válida", "aktuell", "gültig", "actuel", "actuelle", "en vigueur", "atual", "現在", "最新",
+    "当前", "现行", "有効", "현재", "최신", "유효",
+)  # fmt: skip
+
 # Where the reason of a failed attempt starts (the clause after it is the reason).
 REASON_CUES = (
     "because", "reason:", "reason is", "cause:", "caused by", "due to", "root cause", "turns out",
@@ -262,6 +271,28 @@ def decides(text: str) -> bool:
     """Given an item's text, return whether it opens as a decision ("Decision: …", "决定 …")."""
     opening = _OPENING.sub("", _DATED.sub("", text.split("\n", 1)[0]))[:DECISION_OPENING]
     return _DECISION.search(opening) is not None
+
+
+_CURRENT = "|".join(re.escape(word) for word in sorted(CURRENT_WORDS, key=len, reverse=True))
+_CURRENT_WORD = rf"(?<![^\W\d_])(?:{_CURRENT})(?![^\W\d_])"
+_CURRENT_MARK = re.compile(
+    rf"\*\*[^*\n]{{0,40}}?{_CURRENT_WORD}[^*\n]{{0,40}}?\*\*"  # **current CI number**
+    rf"|[(\[（【|]\s*{_CURRENT_WORD}\s*[)\]）】|]"  # (current), | current |
+    rf"|[;—–]\s*{_CURRENT_WORD}\W{{0,3}}$",  # "lazy client; current"
+    re.IGNORECASE | re.MULTILINE,
+)
+_SHOUTED = re.compile(r"(?<!\w)[^\W\d_a-z]{3,}(?:\s+[^\W\d_a-z]{3,})+(?!\w)")
+
+
+def marked_current(text: str) -> bool:
+    """Given an entry's text, return whether its author marks it as where things stand now
+    ("— **current CI number**", "| D5 | … | current |", "ÚLTIMA FILA VÁLIDA")."""
+    if _CURRENT_MARK.search(text):
+        return True
+    return any(
+        re.search(_CURRENT_WORD, shout.casefold()) and shout.upper() == shout
+        for shout in _SHOUTED.findall(text)
+    )
 
 
 def marked_failed(text: str) -> bool:

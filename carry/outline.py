@@ -16,7 +16,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from carryd.carry.ledger import Block, markdown_blocks, section_kind_of, source_lines
-from carryd.carry.marks import ItemState, item_state, marked_failed, names_attempts
+from carryd.carry.marks import ItemState, item_state, marked_failed, names_attempts, struck_out
 from carryd.carry.sections import SECTION_TABLE, KnownKind
 from carryd.carry.units import shape_of
 
@@ -185,7 +185,11 @@ def parse_outline(text: str, path: str = "") -> Outline:
             order = dated_order[heading]
             if order is not None:
                 index = order[index]  # dated items: by their dates, whichever way written
-            kept_current = len(siblings) < LONG_LIST or _kind(headings, heading, current) in CURRENT
+            # a short list is kept current, unless its items are dated entries ("- 2026-09-30:
+            # flake rate 0.9%" below "- 2026-09-16: 3.1%"): their dates say which is newest
+            kept_current = (len(siblings) < LONG_LIST and order is None) or _kind(
+                headings, heading, current
+            ) in CURRENT
             recency = 1.0 if kept_current else 0.3 + 0.7 * index / (len(siblings) - 1)
             in_log = False
         under_attempts = _under_attempts(headings, heading)
@@ -194,6 +198,8 @@ def parse_outline(text: str, path: str = "") -> Outline:
             # ❌ in a tracker's cells is a status ("not deployed yet"); a table is a table of
             # attempts when its header or a heading above it says so.
             state = "failed" if names_attempts(body.split("\n", 1)[0]) else "plain"
+        elif state == "superseded" and shape_of(body) == "table" and not struck_out(body):
+            state = "plain"  # a "(superseded)" row is that row's state, not the table's
         if state == "plain" and under_attempts:
             state = "failed"  # an item of a tried / dead-ends section is an attempt
         items.append(
@@ -297,9 +303,9 @@ _OPENING_CHARS = 24  # a date within an item's first characters opens it
 
 def _dated_order(first_lines: Sequence[str], year: int) -> list[int] | None:
     """Given the first lines of a section's items, return each item's rank by date, oldest 0,
-    when most of them (at least `LOG_MIN_ENTRIES`) open with a date and the dates run newest
-    first — an undated item goes with the dated one before it; else None (the document's
-    order, newest last, stands)."""
+    when most of them (at least `LOG_MIN_ENTRIES`) open with a date: by the dates when they
+    run newest first (an undated item goes with the dated one before it), else the document's
+    order, newest last. None when the items are not dated."""
     keys: list[tuple[int, ...] | None] = []
     for line in first_lines:
         match = _DATE.search(line[:_OPENING_CHARS])
@@ -309,7 +315,7 @@ def _dated_order(first_lines: Sequence[str], year: int) -> list[int] | None:
         return None
     steps = list(zip(present, present[1:], strict=False))
     if sum(b < a for a, b in steps) <= sum(b > a for a, b in steps):
-        return None  # written oldest first (or mixed): the document's order already says it
+        return list(range(len(keys)))  # written oldest first (or mixed): the document's order
     previous: tuple[int, ...] = ()
     filled = []
     for key in keys:

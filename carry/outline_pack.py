@@ -20,7 +20,14 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from carryd.carry.marks import decides, item_state, names_attempts, struck_out, unstruck
+from carryd.carry.marks import (
+    decides,
+    item_state,
+    marked_current,
+    names_attempts,
+    struck_out,
+    unstruck,
+)
 from carryd.carry.outline import SUB_ITEM, Item, Outline
 from carryd.carry.units import (
     MIN_REASON_UNITS,
@@ -79,11 +86,13 @@ def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
         recency = item.recency
         if item.state == "plain" and decides(item.text):
             recency = max(recency, DECISION_RECENCY)  # a decision holds until superseded
+        shape = shape_of(item.text)
+        if item.state == "plain" and shape != "table" and marked_current(item.text.split("\n")[0]):
+            recency = 1.0  # "- 2026-09-30: 0.9% — **current CI number**": newer ones are not
         factor = item.weight * (0.3 + 0.7 * recency) * STATE_FACTOR[item.state]
         if relevance and any(term in item.text.casefold() for term in relevance):
             factor *= RELEVANT_BONUS
         units = units_of(item.text) or [Unit(0, item.text)]
-        shape = shape_of(item.text)
         values = [factor * (1.0 + _worth(u.text, shape)) for u in units]
         values[0] += 0.5 * factor  # the first unit says what the item is about
         if shape == "fence":
@@ -92,12 +101,16 @@ def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
         elif shape == "table":
             # rows are appended: the last rows standing are the newest figures; a struck row
             # ("| ~~p99 410 ms~~ | …") is a figure since replaced
-            standing = [i for i in range(1, len(units)) if not struck_out(units[i].text)]
+            standing = [
+                i for i in range(1, len(units)) if item_state(units[i].text) != "superseded"
+            ]
             for rank, index in enumerate(standing):
                 if len(standing) > 2:
                     values[index] *= TABLE_OLDEST + (1 - TABLE_OLDEST) * rank / (len(standing) - 1)
-            if len(standing) > 2:
-                values[standing[-1]] *= NEWEST_ROW_BONUS  # the figure things stand at
+            current = [i for i in standing if marked_current(units[i].text)]
+            if len(standing) > 2 or current:
+                for index in current or standing[-1:]:
+                    values[index] *= NEWEST_ROW_BONUS  # the figures things stand at
             for index in set(range(1, len(units))) - set(standing):
                 values[index] *= STATE_FACTOR["superseded"]
         floor, upgrade = _attempt_floor(item, units)

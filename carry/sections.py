@@ -35,7 +35,9 @@ SECTION_TABLE: tuple[SectionSpec, ...] = (
         (
             "状态", "当前状态", "进展", "现状", "当前进展", "进度", "当前进度", "任务进度", "近况",
             "Status", "Current status", "Current state", "State", "Progress", "Task state",
-            "Where we are", "Where things stand", "Situation",
+            "Where we are", "Where things stand", "Situation", "Working tree",
+            "Working tree state", "State of the working tree", "Current edit", "Where I stopped",
+            "Where I left off", "Left off",
             # other languages: data, so a new one is a new line
             "Estado", "Estado actual", "Situación", "Estado atual", "Situação",
             "Aktueller Stand", "Stand", "Stand der Dinge", "Zustand", "État", "État actuel",

@@ -65,8 +65,7 @@ def test_an_old_decision_outweighs_an_old_entry_of_the_same_size() -> None:
     ledger = (
         "# Ledger\n## 2026-09-30\n- DECISION (with Rafael): the NLB stays in terraform, "
         "the Envoy Service is ClusterIP behind a TargetGroupBinding.\n"
-        "- Looked at the Envoy chart values and the service annotations once more today.\n\n"
-        + log
+        "- Looked at the Envoy chart values and the service annotations once more today.\n\n" + log
     )
     cut = pack_outline(parse_outline(ledger, PATH), 2600, path=PATH)
     assert "the NLB stays in terraform" in cut
@@ -121,3 +120,52 @@ def test_work_left_half_done_in_the_newest_entry_is_kept_whole_in_any_language()
         ledger = f"# Ledger\n\n## 2026-11-30\n{item}\n\n{sessions}\n"
         cut = pack_outline(parse_outline(ledger, PATH), 900, path=PATH)
         assert item in cut, language
+
+
+def test_a_short_list_of_dated_figures_keeps_its_newest_and_the_one_marked_current() -> None:
+    # four dated figures, oldest first: the oldest is the wordiest, the newest is a local run,
+    # the one before it is the figure the author marks as the current one
+    numbers = (
+        "## Numbers\n"
+        "- 2026-09-02: 36/500 = 7.2% on main @ 5d1e0b7, runners 01-12, shards 10, infra 4.\n"
+        "- 2026-09-16: 31/1,000 = 3.1% on main @ a3f9c21.\n"
+        "- 2026-09-30: 11/1,200 = 0.9% on main @ c7d42e9 — **current CI number**\n"
+        "- 2026-10-07: 0/400 locally on the branch.\n"
+    )
+    ledger = "# Ledger\n\n" + _filler_log(20) + "\n" + numbers
+    outline = parse_outline(ledger, PATH)
+    dated = [item for item in outline.items if item.text.startswith("- 2026-")]
+    assert [item.recency for item in dated] == sorted(item.recency for item in dated)
+    assert dated[0].recency < dated[-1].recency  # the dates say which is newest
+    cut = pack_outline(outline, 700, path=PATH)
+    assert "0.9% on main @ c7d42e9" in cut, cut
+    assert "36/500" not in cut or "0/400" in cut, cut
+
+
+def test_a_working_tree_heading_is_where_things_stand() -> None:
+    ledger = (
+        "# Ledger\n\n" + _filler_log(25) + "\n## Working tree state at end of S12 (current edit)\n"
+        "Branch io/order-by, 1 commit ahead of main (4e8b6d0), pushed, PR not opened yet.\n"
+        "- `internal/store/queries/pending.sql`: ORDER BY created_at, id\n"
+    )
+    outline = parse_outline(ledger, PATH)
+    assert {item.section for item in outline.items if "pending.sql" in item.text} == {"status"}
+    cut = pack_outline(outline, 900, path=PATH)
+    assert "PR not opened yet" in cut and "ORDER BY created_at, id" in cut, cut
+
+
+def test_a_table_with_a_superseded_row_is_not_superseded_and_keeps_its_current_rows() -> None:
+    table = (
+        "## Decisions\n| id | decision | state |\n|---|---|---|\n"
+        "| D1 | pin redpanda v23.3.5 | kept |\n"
+        "| D2 | quarantine via `-skip` (PR #4479), rerun twice, notify #ci-flakes"
+        " | (superseded) by D3 |\n"
+        "| D3 | the integration job runs on every PR, non-required, never skipped | current |\n"
+        "| D4 | gotestsum --rerun-fails (attempt 1), with `--packages ./...` | REVERTED |\n"
+    )
+    ledger = "# Ledger\n\n" + table + "\n" + _filler_log(4)
+    outline = parse_outline(ledger, PATH)
+    [decisions] = [item for item in outline.items if item.text.startswith("| id")]
+    assert decisions.state == "plain"
+    cut = pack_outline(outline, 500, path=PATH)
+    assert "non-required, never skipped" in cut, cut
