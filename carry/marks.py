@@ -295,6 +295,16 @@ def marked_current(text: str) -> bool:
     )
 
 
+def failure_at(text: str) -> int | None:
+    """Given a text, return where its first failure word or mark stands (None: nowhere)."""
+    found = [
+        match.start()
+        for match in (_STATE_PATTERNS["failed"].search(text), _FAILED_MARK.search(text))
+        if match is not None
+    ]
+    return min(found) if found else None
+
+
 def marked_failed(text: str) -> bool:
     """Given a text, return whether it carries a failure mark (❌, ✗, …)."""
     return _FAILED_MARK.search(text) is not None

@@ -17,14 +17,17 @@ in document order under each shown item's headings, and `chars <= budget` always
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from carryd.carry.marks import (
     decides,
+    failure_at,
     item_state,
     marked_current,
     names_attempts,
+    reason_start,
     struck_out,
     unstruck,
 )
@@ -130,6 +133,19 @@ def _worth(text: str, shape: str) -> float:
     if shape == "table" and not struck_out(text):
         text = unstruck(text)
     return salience(text) + content_chars(text) / 120
+
+
+_OUTCOME = re.compile(r"(?:→|->|=>|:|：|—|–)\s*\S.{11,}")
+
+
+def _holds_reason(text: str) -> bool:
+    """Given an attempt's first unit, return whether it already says why it failed: a reason
+    cue ("… because …", "原因…") or a failure word with what follows it ("— failed: the
+    webhook retried …", "… → 그대로 크래시")."""
+    if reason_start(text) is not None:
+        return True
+    failed = failure_at(text)
+    return failed is not None and _OUTCOME.search(text, failed) is not None
 
 
 def _labelled(outline: Outline) -> set[int]:
@@ -333,10 +349,13 @@ def _spend(pieces: list[_Piece], outline: Outline, room: int) -> None:
 
     def needed(piece: _Piece, index: int) -> list[int]:
         """The units a piece not yet shown takes with `index`: its first unit (unless its
-        heading names it) and, for a failed attempt, its best reason with any later unit —
-        never a verdict ("… Dropped.") without the reason it closes on."""
-        if piece.chosen or index == 0:
+        heading names it) and, for a failed attempt, its best reason with any unit — never
+        what was tried without why it failed, nor a verdict ("… Dropped.") without the reason
+        it closes on."""
+        if piece.chosen:
             return [index]
+        if index == 0 and (not piece.floor or _holds_reason(piece.units[0].text)):
+            return [0]
         lead = [0] if piece.lead else []
         return sorted({index, *lead, *piece.first_floor})
 

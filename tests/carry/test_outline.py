@@ -279,3 +279,22 @@ def test_a_table_keeps_its_last_standing_row_over_rows_corrected_in_place() -> N
     cut = pack_outline(outline, 260, path=PATH)
     assert "| perf@7f3c2a1 (s9) | 651 ms | 702 ms | lazy client; current |" in cut, cut
     assert "- [ ] Ship it." in cut, cut
+
+
+def test_an_attempt_is_never_shown_without_its_reason() -> None:
+    # short, fact-dense titles and long reasons: a title alone is the cheapest line to show,
+    # and a fresh context reading it alone would try the attempt again
+    attempts = "".join(
+        f"{n}. **`swap-mode-{n}` with SZX {n} (`CONFIG_OTA_{n}=y`)** – session {n}\n"
+        f"   - the download stops at {20 + n} % and then only times out (run L{n}, 3/5)\n"
+        f"   - Reason: the carrier reports an MTU of {1000 + n}, so blocks of {1024 + n} bytes and"
+        f" the DTLS header are dropped without any ICMP message reaching the node\n\n"
+        for n in range(1, 10)
+    )
+    ledger = "# Ledger\n\n## Dead ends\n\n" + attempts + "## Next\n- [ ] Try SZX 5.\n"
+    outline = parse_outline(ledger, PATH)
+    for budget in (600, 900, 1400):
+        cut = pack_outline(outline, budget, path=PATH)
+        for n in range(1, 10):
+            if f"`swap-mode-{n}`" in cut:
+                assert f"an MTU of {1000 + n}," in cut, (n, budget, cut)
