@@ -54,7 +54,8 @@ STATE_WORDS: dict[str, dict[ItemState, tuple[str, ...]]] = {
                    "안 됐", "안됐", "소용없", "효과없", "반려", "폐기"),
         "superseded": ("폐기", "대체됨", "무효", "취소"),
         "done": ("완료", "해결", "머지됨"),
-        "open": ("할 일", "미완", "진행 중", "대기", "보류", "수정 중", "작업 중", "진행중"),
+        "open": ("할 일", "미완", "진행 중", "대기", "보류", "수정 중", "작업 중", "진행중",
+                 "편집 중", "커밋 안 됨", "커밋 안됨", "미커밋"),
     },
     "es": {
         "failed": ("falló", "fallo", "fracasó", "descartado", "descartada", "no funcionó",
@@ -241,7 +242,8 @@ def item_state(text: str) -> ItemState:
     match = _STATE_PATTERNS["superseded"].search(opening)
     if match is not None and match.start() <= OPENING_SLACK:
         return "superseded"
-    if _STATE_PATTERNS["failed"].search(text):
+    # "커밋 안 됨" is "not committed": a failure word inside an open phrase is no failure
+    if _STATE_PATTERNS["failed"].search(_STATE_PATTERNS["open"].sub(" ", text)):
         return "failed"
     for state in ("open", "done"):
         match = _STATE_PATTERNS[state].search(opening)

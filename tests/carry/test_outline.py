@@ -129,6 +129,9 @@ def test_state_comes_from_the_items_own_marks_in_every_language() -> None:
         assert item_state(failed) == "failed", failed
     # done words inside a status line describe something else
     assert item_state("- 9 件中: 本番反映済み 5 件") == "plain"
+    # "커밋 안 됨" is "not committed": work in progress, not a failed attempt
+    assert item_state("- 지금 편집 중 (커밋 안 됨, 브랜치 `fix/legacy-upload`):") == "open"
+    assert item_state("- 시도 3: 빌드 캐시 공유 → 안 됨") == "failed"
 
 
 def test_a_failed_attempt_keeps_its_reason_sentence() -> None:
