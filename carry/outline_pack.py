@@ -102,20 +102,7 @@ def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
             values[0] = 0.0  # an opening "```sql" says nothing by itself
             values[2:] = [value * FENCE_FACTOR for value in values[2:]]  # output, not command
         elif shape == "table":
-            # rows are appended: the last rows standing are the newest figures; a struck row
-            # ("| ~~p99 410 ms~~ | …") is a figure since replaced
-            standing = [
-                i for i in range(1, len(units)) if item_state(units[i].text) != "superseded"
-            ]
-            for rank, index in enumerate(standing):
-                if len(standing) > 2:
-                    values[index] *= TABLE_OLDEST + (1 - TABLE_OLDEST) * rank / (len(standing) - 1)
-            current = [i for i in standing if marked_current(units[i].text)]
-            if len(standing) > 2 or current:
-                for index in current or standing[-1:]:
-                    values[index] *= NEWEST_ROW_BONUS  # the figures things stand at
-            for index in set(range(1, len(units))) - set(standing):
-                values[index] *= STATE_FACTOR["superseded"]
+            _weigh_rows(units, values)
         floor, upgrade = _attempt_floor(item, units)
         for index in floor[1:]:
             values[index] *= REASON_BONUS
@@ -124,6 +111,66 @@ def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
             floor, lead = floor[1:] or floor, len(floor) == 1  # "### Attempt 31 — …" says what
         pieces.append(_Piece(item, units, values, floor, upgrade, lead=lead))
     return pieces
+
+
+def _weigh_rows(units: Sequence[Unit], values: list[float]) -> None:
+    """Given a table's units (its header first) and their values, weigh its rows by how new
+    they are: by their own dates when most rows carry one (a table of metrics updated in
+    place, "| p95 | 1,4 s | 03/12 s11 |"), else by position (rows are appended: the last rows
+    standing are the newest figures, the last of them — or those marked current — the figure
+    things stand at). A struck or superseded row is a figure since replaced."""
+    standing = [i for i in range(1, len(units)) if item_state(units[i].text) != "superseded"]
+    for index in set(range(1, len(units))) - set(standing):
+        values[index] *= STATE_FACTOR["superseded"]
+    current = [i for i in standing if marked_current(units[i].text)]
+    dates = _row_dates([units[i].text for i in standing])
+    if dates is not None:
+        keys = sorted({key for key in dates if key is not None})
+        for index, key in zip(standing, dates, strict=True):
+            rank = keys.index(key) / (len(keys) - 1) if key is not None else 0.5
+            values[index] *= TABLE_OLDEST + (1 - TABLE_OLDEST) * rank
+        for index in current:
+            values[index] *= NEWEST_ROW_BONUS
+        return
+    for rank, index in enumerate(standing):
+        if len(standing) > 2:
+            values[index] *= TABLE_OLDEST + (1 - TABLE_OLDEST) * rank / (len(standing) - 1)
+    if len(standing) > 2 or current:
+        for index in current or standing[-1:]:
+            values[index] *= NEWEST_ROW_BONUS  # the figures things stand at
+
+
+_ROW_DATE = re.compile(
+    r"(?<![\d.])(?:(?P<y>(?:19|20)\d\d)-(?P<m>\d{1,2})-(?P<d>\d{1,2})"
+    r"|(?P<a>\d{1,2})/(?P<b>\d{1,2})(?:/(?:19|20)?\d\d)?(?![\d/])"
+    r"|(?P<c>\d{1,2})\.(?P<e>\d{1,2})\.(?:(?:19|20)\d\d)?(?!\d))"  # 04.12. (day first)
+)
+
+
+def _row_dates(rows: Sequence[str]) -> list[tuple[int, int, int] | None] | None:
+    """Given table rows, return each row's date as (y, m, d), or None when fewer than three
+    rows, or fewer than half, carry one. "29/11" says its dates are day first; "11/29" month
+    first; day first when nothing says."""
+    found = [_ROW_DATE.search(row) for row in rows]
+    dated = [match for match in found if match is not None]
+    if len(dated) < 3 or 2 * len(dated) < len(rows):
+        return None
+    short = [(int(m.group("a")), int(m.group("b"))) for m in dated if m.group("a")]
+    month_first = any(b > 12 for _, b in short) and not any(a > 12 for a, _ in short)
+    keys: list[tuple[int, int, int] | None] = []
+    for match in found:
+        if match is None:
+            keys.append(None)
+        elif match.group("y"):
+            keys.append((int(match.group("y")), int(match.group("m")), int(match.group("d"))))
+        elif match.group("c"):
+            keys.append((0, int(match.group("e")), int(match.group("c"))))
+        else:
+            a, b = int(match.group("a")), int(match.group("b"))
+            keys.append((0, a, b) if month_first else (0, b, a))
+    if len({key for key in keys if key is not None}) < 2:
+        return None
+    return keys
 
 
 def _worth(text: str, shape: str) -> float:

@@ -301,3 +301,17 @@ def test_an_attempt_is_never_shown_without_its_reason() -> None:
         for n in range(1, 10):
             if f"`swap-mode-{n}`" in cut:
                 assert f"an MTU of {1000 + n}," in cut, (n, budget, cut)
+
+
+def test_a_table_of_metrics_updated_in_place_is_weighed_by_its_rows_dates() -> None:
+    # one row per metric, each with the day it was last measured (day first: "17/11"); the
+    # rows are not appended, so the last row is not the newest
+    rows = ["| metric | value | when | how |", "|---|---|---|---|"]
+    rows.append("| auto-reconciled | 98.9% | 04/12 | Grafana |")
+    rows.append("| open items | 187 | 04/12 | Grafana |")
+    rows += [f"| stage {n} | {300 + n} | {10 + n:02d}/11 | Grafana |" for n in range(8)]
+    ledger = "# Ledger\n\n## Measurements\n" + "\n".join(rows) + "\n\n## Next\n- [ ] Ship it.\n"
+    outline = parse_outline(ledger, PATH)
+    for budget in (200, 300):
+        cut = pack_outline(outline, budget, path=PATH)
+        assert "| auto-reconciled | 98.9% | 04/12 | Grafana |" in cut, cut
