@@ -72,7 +72,7 @@ STATE_WORDS: dict[str, dict[ItemState, tuple[str, ...]]] = {
         "superseded": ("obsoleto", "substituído", "não vale mais"),
         "done": ("feito", "concluído", "resolvido", "pronto"),
         "open": ("pendente", "a fazer", "em aberto", "bloqueado", "em andamento", "pela metade",
-                 "em progresso"),
+                 "editando", "não commitado", "sem commit", "em progresso"),
     },
     "de": {
         "failed": ("fehlgeschlagen", "verworfen", "funktioniert nicht", "zurückgerollt",
@@ -295,6 +295,24 @@ def marked_current(text: str) -> bool:
         re.search(_CURRENT_WORD, shout.casefold()) and shout.upper() == shout
         for shout in _SHOUTED.findall(text)
     )
+
+
+# Words that open a heading over work left in progress ("## 作業中のファイル", "### EDITANDO
+# AGORA (não commitado)", "## WIP"): that section is where the work stands.
+IN_PROGRESS_WORDS = (
+    "wip", "work in progress", "in progress", "editing", "currently editing", "uncommitted",
+    "not committed", "half done", "half-done", "a medias", "sin commit", "en curso",
+    "en progreso", "editando", "não commitado", "sem commit", "em andamento", "pela metade",
+    "in arbeit", "halb fertig", "en cours", "作業中", "対応中", "途中", "進行中", "未コミット",
+    "进行中", "改了一半", "做到一半", "수정 중", "작업 중", "편집 중", "진행 중", "진행중",
+)  # fmt: skip
+_IN_PROGRESS = _word_pattern(IN_PROGRESS_WORDS)
+
+
+def in_progress(heading: str) -> bool:
+    """Given a heading's words, return whether it opens over work left in progress."""
+    match = _IN_PROGRESS.search(_OPENING.sub("", heading)[:HEAD_WORDS_CHARS])
+    return match is not None and match.start() <= OPENING_SLACK
 
 
 def failure_at(text: str) -> int | None:

@@ -12,11 +12,18 @@ first whichever way the file is written). Outside a log, a long list is read as 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from carryd.carry.ledger import Block, markdown_blocks, section_kind_of, source_lines
-from carryd.carry.marks import ItemState, item_state, marked_failed, names_attempts, struck_out
+from carryd.carry.marks import (
+    ItemState,
+    in_progress,
+    item_state,
+    marked_failed,
+    names_attempts,
+    struck_out,
+)
 from carryd.carry.sections import SECTION_TABLE, KnownKind
 from carryd.carry.units import shape_of
 
@@ -163,7 +170,7 @@ def parse_outline(text: str, path: str = "") -> Outline:
     headings, raw = _skeleton(lines, blocks, year)
     entries = _log_entries(headings)
     entry_rank = _entry_recency(headings, entries)
-    current = _kept_current(headings, entries)
+    current = _kept_current(headings, entries, entry_rank)
     items: list[Item] = []
     by_heading: dict[int | None, list[int]] = {}
     for start, _end, heading, _ in raw:
@@ -405,20 +412,32 @@ def _under_attempts(headings: Sequence[Heading], index: int | None) -> bool:
     return False
 
 
-def _kept_current(headings: Sequence[Heading], entries: set[int]) -> set[int]:
-    """Given the headings and the log entries, return the headings of sections kept current
-    whatever their words: a dated heading outside any log whose date is the newest of the
-    file's headings ("## 接手先看（2026-11-26 晚更新）", "## État au 26/11") says where things
-    stand as of the last entry."""
+def _kept_current(
+    headings: Sequence[Heading], entries: set[int], entry_rank: Mapping[int, float]
+) -> set[int]:
+    """Given the headings, the log entries and their recency, return the headings of sections
+    kept current whatever their words: a dated heading outside any log whose date is the
+    newest of the file's headings ("## 接手先看（2026-11-26 晚更新）", "## État au 26/11") says
+    where things stand as of the last entry; a heading that opens as work in progress
+    ("## 作業中のファイル", "### EDITANDO AGORA (não commitado)"), outside a log or in its
+    newest entry, is where the work stands."""
+    found: set[int] = set()
     dated = [h.key for h in headings if h.key is not None and len(h.key) == 3]
-    if not dated:
-        return set()
-    newest = max(dated)
-    return {
-        index
-        for index, heading in enumerate(headings)
-        if index not in entries and heading.key == newest and heading.level <= 2
-    }
+    if dated:
+        newest = max(dated)
+        found |= {
+            index
+            for index, heading in enumerate(headings)
+            if index not in entries and heading.key == newest and heading.level <= 2
+        }
+    top = max(entry_rank.values(), default=0.0)
+    for index, heading in enumerate(headings):
+        if index in entries or not in_progress(heading.title):
+            continue
+        entry = _enclosing(headings, index, entries)
+        if entry is None or entry_rank[entry] >= top:
+            found.add(index)
+    return found
 
 
 def _kind(

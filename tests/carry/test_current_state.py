@@ -169,3 +169,32 @@ def test_a_table_with_a_superseded_row_is_not_superseded_and_keeps_its_current_r
     assert decisions.state == "plain"
     cut = pack_outline(outline, 500, path=PATH)
     assert "non-required, never skipped" in cut, cut
+
+
+def test_a_heading_over_work_in_progress_is_where_things_stand_in_any_language() -> None:
+    for heading in (
+        "## 作業中のファイル（コンテキストが切れたらここから）",
+        "## WIP",
+        "## A medias",
+    ):
+        ledger = (
+            "# Ledger\n\n"
+            + _filler_log(25)
+            + f"\n{heading}\n- `analysis/synonyms_v14.txt`: 26 of 38 lines written (#38).\n"
+        )
+        outline = parse_outline(ledger, PATH)
+        [edit] = [item for item in outline.items if "synonyms_v14" in item.text]
+        assert edit.section == "status", heading
+        assert "26 of 38 lines" in pack_outline(outline, 700, path=PATH), heading
+
+
+def test_work_in_progress_in_an_old_entry_is_not_where_things_stand() -> None:
+    ledger = (
+        "# Ledger\n\n## 2026-10-01\n### EDITANDO AGORA (não commitado)\n"
+        "- `janela.go` pela metade.\n"
+        + "\n## 2026-10-02\n- Terminei `janela.go`, commit b71e0d4.\n"
+        + "\n## 2026-10-03\n- Varredura de 1 dia em hml: 6 min 40 s.\n"
+    )
+    outline = parse_outline(ledger, PATH)
+    [old] = [item for item in outline.items if "pela metade" in item.text]
+    assert old.section is None
