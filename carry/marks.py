@@ -261,7 +261,8 @@ def item_state(text: str) -> ItemState:
 _ATTEMPT_HEADING = _word_pattern(
     (*ATTEMPT_WORDS, "attempts", "dead end", "dead ends", "pitfalls", "gotchas", "踩坑", "弯路",
      "失败", "失敗", "ハマりどころ", "실패", "시도", "fallidos", "intentos", "versuche",
-     "sackgassen", "échecs", "essais", "tentativas")
+     "sackgassen", "échecs", "essais", "tentativas", "没案", "ボツ", "却下", "不採用", "废案",
+     "rejected", "ruled out", "descartes", "verworfen")
 )  # fmt: skip
 
 

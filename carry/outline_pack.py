@@ -224,6 +224,10 @@ def _attempt_floor(item: Item, units: Sequence[Unit]) -> tuple[list[int], list[i
     if shape == "table":
         # A table of attempts: each failed row is an attempt with its reason.
         rows = [i for i, unit in enumerate(units) if i and item_state(unit.text) == "failed"]
+        if not rows and item.state == "failed":
+            # a table of attempts whose rows carry no mark of their own ("## 没案一覧",
+            # "| 案 | 結果 | なぜダメだったか |"): each row is an attempt with its reason
+            rows = [i for i, unit in enumerate(units) if i and item_state(unit.text) == "plain"]
         floor = [0, *rows] if rows and item.state == "failed" else []
         return floor, floor
     if shape != "prose":

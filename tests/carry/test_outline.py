@@ -315,3 +315,17 @@ def test_a_table_of_metrics_updated_in_place_is_weighed_by_its_rows_dates() -> N
     for budget in (200, 300):
         cut = pack_outline(outline, budget, path=PATH)
         assert "| auto-reconciled | 98.9% | 04/12 | Grafana |" in cut, cut
+
+
+def test_every_row_of_a_table_of_dead_ends_is_an_attempt_with_its_reason() -> None:
+    # the heading says the rows are rejected ideas; no row says "failed" by itself
+    rows = ["| idea | # | result | why not |", "|---|---|---|---|"]
+    rows += [f"| variant {n} | #{n} | 0.40{n} | blocks split on token {n} |" for n in range(6)]
+    log = "".join(
+        f"- #{10 + n} measured run r-{n} at 0.44{n}, p95 {160 + n} ms.\n" for n in range(30)
+    )
+    ledger = "# Ledger\n\n## 没案一覧\n" + "\n".join(rows) + "\n\n## Log\n" + log
+    outline = parse_outline(ledger, PATH)
+    cut = pack_outline(outline, 900, path=PATH)
+    for n in range(6):
+        assert f"| variant {n} | #{n} | 0.40{n} | blocks split on token {n} |" in cut, cut
