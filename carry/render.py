@@ -269,7 +269,7 @@ def _history_shown(
 
 # A planned carry may cost this much more than flat injection of the same files (issue 20's
 # bar is +10%): the room buys whole items where flat cuts its tail mid-sentence.
-COST_SLACK = 0.08
+COST_SLACK = 0.095
 
 
 def cost_ceiling(inputs: CarryInputs, budgets: CarryBudgets, *, required: Sequence[str]) -> int:

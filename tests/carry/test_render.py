@@ -517,7 +517,7 @@ def test_standing_rules_give_way_to_the_ledgers_dead_ends_under_a_tight_budget()
 
 
 def test_what_a_carry_holds_does_not_depend_on_the_roots_path_length() -> None:
-    big = "".join(f"- ❌ attempt {n}: tried variant {n} — failed, timed out.\n" for n in range(90))
+    big = "".join(f"- ❌ attempt {n}: tried variant {n} — failed, timed out.\n" for n in range(200))
     long = inputs(ledger_text=with_tried(big))
     long = dataclasses.replace(long, root_defaults=_defaults(3, lines=4))
     short_root, long_root = "/m", "/home/someone/with/a/much/longer/path/to/their/memory"
