@@ -319,7 +319,11 @@ def _dated_order(first_lines: Sequence[str], year: int) -> list[int] | None:
         keys.append(heading_key(match.group(0), year) if match else None)
     present = [key for key in keys if key is not None]
     if len(present) < LOG_MIN_ENTRIES or len(present) < DATED_ITEMS_SHARE * len(keys):
-        return None
+        # no dates: numbered attempts ("- Attempt 14: …", "- #19 …") say their order too
+        keys = [_attempt_number(line) for line in first_lines]
+        present = [key for key in keys if key is not None]
+        if len(present) < LOG_MIN_ENTRIES or len(present) < DATED_ITEMS_SHARE * len(keys):
+            return None
     steps = list(zip(present, present[1:], strict=False))
     if sum(b < a for a, b in steps) <= sum(b > a for a, b in steps):
         return list(range(len(keys)))  # written oldest first (or mixed): the document's order
@@ -333,6 +337,18 @@ def _dated_order(first_lines: Sequence[str], year: int) -> list[int] | None:
     for rank, i in enumerate(ranked):
         order[i] = rank
     return order
+
+
+_ATTEMPT_NUMBER = re.compile(
+    r"^\s*(?:[-*+]|\d+[.)])?\s*[*_]*\s*(?:(?i:attempt|try|intento|versuch|essai|tentative"
+    r"|tentativa|experiment)\s*#?|試行|尝试|试验|시도\s*|#)\s*(\d{1,4})(?!\d)"
+)
+
+
+def _attempt_number(line: str) -> tuple[int, ...] | None:
+    """Given an item's first line, return the number of the attempt it opens with, or None."""
+    match = _ATTEMPT_NUMBER.match(line)
+    return (0, 0, 0, int(match.group(1))) if match else None
 
 
 def _first_year(text: str) -> int:

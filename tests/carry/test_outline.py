@@ -329,3 +329,19 @@ def test_every_row_of_a_table_of_dead_ends_is_an_attempt_with_its_reason() -> No
     cut = pack_outline(outline, 900, path=PATH)
     for n in range(6):
         assert f"| variant {n} | #{n} | 0.40{n} | blocks split on token {n} |" in cut, cut
+
+
+def test_numbered_attempts_written_newest_first_keep_the_newest_first() -> None:
+    # no dates, no session headings: the attempts' own numbers say which is newest
+    attempts = "".join(
+        f"- Attempt {n}: raised the pool to {n * 10} connections. Failed: the export still"
+        f" timed out after {n + 30} s because shard {n} holds its lock.\n"
+        for n in range(14, 0, -1)
+    )
+    ledger = "# Ledger\n\n## Dead ends\n" + attempts
+    outline = parse_outline(ledger, PATH)
+    recency = {item.text.split(":")[0]: item.recency for item in outline.items}
+    assert recency["- Attempt 14"] > recency["- Attempt 1"]
+    cut = pack_outline(outline, 700, path=PATH)
+    assert "- Attempt 14: raised the pool to 140 connections." in cut, cut
+    assert "because shard 14 holds its lock" in cut, cut
