@@ -245,8 +245,9 @@ def item_state(text: str) -> ItemState:
     match = _STATE_PATTERNS["superseded"].search(opening)
     if match is not None and match.start() <= OPENING_SLACK:
         return "superseded"
+    failed = _STATE_PATTERNS["failed"]
     # "커밋 안 됨" is "not committed": a failure word inside an open phrase is no failure
-    if _STATE_PATTERNS["failed"].search(_STATE_PATTERNS["open"].sub(" ", text)):
+    if failed.search(text) and failed.search(_STATE_PATTERNS["open"].sub(" ", text)):
         return "failed"
     for state in ("open", "done"):
         match = _STATE_PATTERNS[state].search(opening)
@@ -281,6 +282,7 @@ def decides(text: str) -> bool:
 
 _CURRENT = "|".join(re.escape(word) for word in sorted(CURRENT_WORDS, key=len, reverse=True))
 _CURRENT_WORD = rf"(?<![^\W\d_])(?:{_CURRENT})(?![^\W\d_])"
+_CURRENT_WORD_RE = re.compile(_CURRENT_WORD)
 _CURRENT_MARK = re.compile(
     rf"\*\*[^*\n]{{0,40}}?{_CURRENT_WORD}[^*\n]{{0,40}}?\*\*"  # **current CI number**
     rf"|[(\[（【|]\s*{_CURRENT_WORD}\s*[)\]）】|]"  # (current), | current |
@@ -296,7 +298,7 @@ def marked_current(text: str) -> bool:
     if _CURRENT_MARK.search(text):
         return True
     return any(
-        re.search(_CURRENT_WORD, shout.casefold()) and shout.upper() == shout
+        _CURRENT_WORD_RE.search(shout.casefold()) and shout.upper() == shout
         for shout in _SHOUTED.findall(text)
     )
 
