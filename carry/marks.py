@@ -96,6 +96,38 @@ STATE_WORDS: dict[str, dict[ItemState, tuple[str, ...]]] = {
         "done": ("fait", "terminé", "corrigé", "résolu"),
         "open": ("à faire", "en attente", "ouvert", "bloqué", "en cours", "à moitié"),
     },
+    "nl": {
+        "failed": ("mislukt", "faalde", "faalt", "werkt niet", "werkte niet", "afgewezen",
+                   "teruggedraaid", "verworpen", "doodlopend", "geen effect", "hielp niet",
+                   "opgegeven", "niet mogelijk", "gaf dezelfde fout", "geen verschil"),
+        "superseded": ("achterhaald", "vervangen door", "verouderd", "niet meer geldig"),
+        "done": ("gedaan", "klaar", "afgerond", "opgelost", "gemerged"),
+        "open": ("open", "te doen", "nog doen", "geblokkeerd", "bezig", "half af",
+                 "niet gecommit", "onderhanden"),
+    },
+    "it": {
+        "failed": ("fallito", "fallita", "scartato", "scartata", "non funziona",
+                   "non ha funzionato", "annullato", "revertito", "nessun effetto",
+                   "non è servito", "abbandonato", "bocciato", "peggiorato", "vicolo cieco"),
+        "superseded": ("obsoleto", "obsoleta", "superato", "sostituito da", "non più valido"),
+        "done": ("fatto", "completato", "risolto", "chiuso", "mergiato"),
+        "open": ("da fare", "in sospeso", "aperto", "bloccato", "in corso", "a metà",
+                 "non committato"),
+    },
+    "pl": {
+        "failed": ("nie działa", "nie zadziałało", "porażka", "odrzucone", "odrzucony",
+                   "wycofane", "cofnięte", "porzucone", "bez efektu", "nie pomogło"),
+        "superseded": ("nieaktualne", "zastąpione", "przestarzałe"),
+        "done": ("zrobione", "gotowe", "zakończone", "naprawione"),
+        "open": ("do zrobienia", "otwarte", "w toku", "zablokowane", "w trakcie"),
+    },
+    "ru": {
+        "failed": ("не работает", "не сработало", "провал", "откатили", "отклонено",
+                   "отказались", "без эффекта", "не помогло", "тупик"),
+        "superseded": ("устарело", "заменено", "неактуально"),
+        "done": ("готово", "сделано", "исправлено", "закрыто"),
+        "open": ("сделать", "в работе", "открыто", "заблокировано", "в процессе"),
+    },
 }  # fmt: skip
 
 # Imperatives that make a note a rule (before knowledge): per language, substrings (CJK) or
@@ -110,6 +142,10 @@ RULE_WORDS: dict[str, tuple[str, ...]] = {
     "pt": ("nunca", "sempre", "não faça", "proibido", "obrigatório", "regra"),
     "de": ("niemals", "nie", "immer", "muss", "verboten", "regel", "pflicht"),
     "fr": ("jamais", "toujours", "ne pas", "interdit", "obligatoire", "règle", "doit"),
+    "nl": ("nooit", "altijd", "moet", "verboden", "niet doen", "regel", "verplicht"),
+    "it": ("non mai", "sempre", "non fare", "vietato", "obbligatorio", "regola", "deve"),
+    "pl": ("nigdy", "zawsze", "musi", "zakazane", "nie rób", "zasada", "obowiązkowo"),
+    "ru": ("никогда", "всегда", "нельзя", "запрещено", "обязательно", "правило", "не делать"),
 }  # fmt: skip
 
 # Words that open a decision ("DECISION (with Rafael): …", "决定：…", "Entscheidung: …"): a
@@ -118,6 +154,7 @@ DECISION_WORDS = (
     "decision", "decided", "we decided", "agreed", "decisión", "decidido", "decidimos",
     "acordado", "decisão", "decidimos", "entscheidung", "entschieden", "beschlossen",
     "décision", "décidé", "决定", "决策", "结论", "定了", "決定", "方針", "結論", "결정", "결론",
+    "besluit", "besloten", "decisione", "deciso", "decyzja", "решение", "решили",
 )  # fmt: skip
 
 # Words that mark an entry as the one things stand at ("**current CI number**", "| current |",
@@ -126,7 +163,8 @@ DECISION_WORDS = (
 CURRENT_WORDS = (
     "current", "latest", "valid", "still valid", "in force", "actual", "vigente", "válido",
     "válida", "aktuell", "gültig", "actuel", "actuelle", "en vigueur", "atual", "現在", "最新",
-    "当前", "现行", "有効", "현재", "최신", "유효",
+    "当前", "现行", "有効", "현재", "최신", "유효", "huidig", "huidige", "geldig", "attuale",
+    "valido", "aktualny", "текущий", "актуально",
 )  # fmt: skip
 
 # Where the reason of a failed attempt starts (the clause after it is the reason).
@@ -134,10 +172,11 @@ REASON_CUES = (
     "because", "reason:", "reason is", "cause:", "caused by", "due to", "root cause", "turns out",
     "turned out", "原因", "因为", "由于", "理由", "导致", "原因は", "理由は", "せいで", "원인",
     "때문", "이유", "porque", "causa", "motivo", "debido a", "weil", "grund:", "ursache",
-    "parce que", "à cause", "cause :",
+    "parce que", "à cause", "cause :", "omdat", "doordat", "reden:", "oorzaak", "perché",
+    "poiché", "causa:", "ponieważ", "przyczyna", "потому что", "из-за", "причина",
     # a "why" label opens the reason ("por qué no sirvió: …", "why: …", "warum: …")
     "why:", "why it", "por qué", "por que", "porquê", "warum", "pourquoi", "为什么", "为啥",
-    "なぜ", "何故", "왜",
+    "なぜ", "何故", "왜", "waarom", "dlaczego", "почему",
 )  # fmt: skip
 
 # Where an attempt that looked fine turned out wrong ("but", 但是, 그런데, しかし, pero, …): the
@@ -145,7 +184,7 @@ REASON_CUES = (
 TURN_CUES = (
     "but ", "however", "turned out", "until ", "但是", "但", "结果", "可是", "然而", "그런데",
     "하지만", "그러나", "しかし", "ところが", "でも", "pero ", "sin embargo", "aber ", "jedoch",
-    "mais ", "cependant", "porém", "mas ",
+    "mais ", "cependant", "porém", "mas ", "maar ", "echter", "però", "tuttavia", "однако",
 )  # fmt: skip
 
 # An item that opens as an attempt ("Tried …", "시도:", "試した", "Intento 3") is read as one:
@@ -153,6 +192,8 @@ TURN_CUES = (
 ATTEMPT_WORDS = (
     "tried", "attempt", "try:", "experiment", "试了", "尝试", "試した", "試し", "トライ", "시도",
     "intento", "probé", "probamos", "versuch", "probiert", "essai", "tentative", "tentativa",
+    "geprobeerd", "poging", "tentativo", "provato", "próba", "próbowałem", "попытка",
+    "попробовали",
     # an explanation of why something failed is read like one ("Reason: …", "Cause #2 found")
     "reason", "cause", "root cause", "原因", "원인", "causa", "ursache", "理由",
 )  # fmt: skip
@@ -161,14 +202,15 @@ ATTEMPT_WORDS = (
 # no era, nicht, pas) often introduces the real reason in the same sentence.
 NEGATION_CUES = (
     " not ", "n't ", "isn't", "wasn't", "不是", "并非", "而是", "ではな", "じゃな", "아니", "않",
-    " no es ", " no era ", " no fue ", " nicht ", " kein", " pas ", " não ",
+    " no es ", " no era ", " no fue ", " nicht ", " kein", " pas ", " não ", " niet ",
+    " geen ", " non ", " nie ", " не ",
 )  # fmt: skip
 
 # Where an explanation concludes ("So …", 所以, つまり, 따라서, por lo tanto, daher, donc).
 CONCLUSION_CUES = (
     "so ", "therefore", "thus", "which means", "所以", "因此", "结论", "つまり", "結論", "따라서",
     "결론", "그래서", "por lo tanto", "así que", "conclusión", "daher", "deshalb", "also ",
-    "donc", "portanto", "então",
+    "donc", "portanto", "então", "daarom", "quindi", "perciò", "więc", "поэтому",
 )  # fmt: skip
 
 _FAILED_MARK = re.compile(r"❌|✘|✗|✖|🚫|⛔")
@@ -266,7 +308,8 @@ _ATTEMPT_HEADING = _word_pattern(
     (*ATTEMPT_WORDS, "attempts", "dead end", "dead ends", "pitfalls", "gotchas", "踩坑", "弯路",
      "失败", "失敗", "ハマりどころ", "실패", "시도", "fallidos", "intentos", "versuche",
      "sackgassen", "échecs", "essais", "tentativas", "没案", "ボツ", "却下", "不採用", "废案",
-     "rejected", "ruled out", "descartes", "verworfen")
+     "rejected", "ruled out", "descartes", "verworfen", "valkuilen", "pogingen", "tentativi",
+     "vicoli ciechi", "próby", "попытки")
 )  # fmt: skip
 
 
@@ -311,6 +354,8 @@ IN_PROGRESS_WORDS = (
     "en progreso", "editando", "não commitado", "sem commit", "em andamento", "pela metade",
     "in arbeit", "halb fertig", "en cours", "作業中", "対応中", "途中", "進行中", "未コミット",
     "进行中", "改了一半", "做到一半", "수정 중", "작업 중", "편집 중", "진행 중", "진행중",
+    "onderhanden", "half af", "niet gecommit", "in lavorazione", "a metà", "in corso",
+    "w trakcie", "в работе",
 )  # fmt: skip
 _IN_PROGRESS = _word_pattern(IN_PROGRESS_WORDS)
 

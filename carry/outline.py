@@ -15,6 +15,13 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from carryd.carry.dating import (
+    LOG_MIN_ENTRIES,
+    dated_order,
+    day_first,
+    first_year,
+    heading_key,
+)
 from carryd.carry.ledger import Block, markdown_blocks, section_kind_of, source_lines
 from carryd.carry.marks import (
     ItemState,
@@ -29,26 +36,9 @@ from carryd.carry.units import shape_of
 
 # Known section kinds weigh more (seed P6's shares, as multipliers); unknown ones weigh 1.
 KIND_WEIGHT = {spec.kind: 1.0 + 2 * spec.weight for spec in SECTION_TABLE}
-LOG_MIN_ENTRIES = 3  # sibling headings that are dated or numbered: a log
 NESTED_SPAN = 0.9  # a log inside a log entry spans this much of the gap to the entry before
 LONG_LIST = 8  # outside a log, a section with this many items is read as appended to
 CURRENT = frozenset({"status", "goal"})  # known sections kept current, never appended to
-
-_DATE = re.compile(
-    r"(?P<y>(?:19|20)\d\d)[-/.年](?P<m>\d{1,2})[-/.月](?P<d>\d{1,2})"
-    r"|(?<!\d)(?P<m2>\d{1,2})月(?P<d2>\d{1,2})日"
-    r"|(?<![\d.])(?P<m3>\d{1,2})[-/](?P<d3>\d{1,2})(?![\d/-])"
-    r"|(?<![\d.])(?P<d4>\d{1,2})\.(?P<m4>\d{1,2})\.(?P<y4>(?:19|20)\d\d)"  # 28.11.2026
-)
-_NUMBERED = re.compile(
-    r"(?i:session|sesi[oó]n|sitzung|s[ée]ance|sess[ãa]o|day|d[ií]a|tag|jour|week|semana|woche"
-    r"|semaine|sprint|run|iteration|round|entry|part|phase|stage|step)\s*#?\s*(\d{1,4})"
-    r"|(?:세션|セッション|회차|第|Day)\s*(\d{1,4})|(\d{1,4})\s*(?:日目|일차|天|회|次)"
-)
-# Any word then a number at a heading's start ("Attempt 12 — …", "Versuch 3", "Intento #4",
-# "EXP-07"):
-# numbered, whatever the language; a log only when enough siblings are numbered or dated.
-_WORD_NUMBER = re.compile(r"^[*_`\s]*[^\W\d_]+\.?[ \t]*[#-]?[ \t]*(\d{1,4})(?![\d.,:/-])")
 
 
 @dataclass(frozen=True)
@@ -85,43 +75,54 @@ class Outline:
     log_entries: tuple[int, ...]  # heading indices that are log entries
 
 
-def heading_key(title: str, year: int = 0, *, any_word: bool = False) -> tuple[int, ...] | None:
-    """Given a heading's words, return its date (y, m, d) or its number, or None. With
-    `any_word`, a heading that opens with any word and a number ("Attempt 12") is numbered
-    too (a ledger's log; a plan's "Option 1 / 2 / 3" are not its history)."""
-    date = _DATE.search(title)
-    if date is not None:
-        if date.group("y"):
-            key = (int(date.group("y")), int(date.group("m")), int(date.group("d")))
-        elif date.group("m2"):
-            key = (year, int(date.group("m2")), int(date.group("d2")))
-        elif date.group("y4"):
-            key = (int(date.group("y4")), int(date.group("m4")), int(date.group("d4")))
-        else:
-            key = (year, int(date.group("m3")), int(date.group("d3")))
-        if 1 <= key[1] <= 12 and 1 <= key[2] <= 31:
-            return key
-    numbered = _NUMBERED.search(title) or (_WORD_NUMBER.match(title) if any_word else None)
-    if numbered is not None:
-        number = next(group for group in numbered.groups() if group)
-        return (0, 0, 0, int(number))
-    return None
-
-
 _BOLD_LINE = re.compile(r"^\s*(\*\*|__)([^*_\n]{2,80}?)\s*:?\s*\1\s*:?\s*$")
+# "**Sesión 19 — mar 10/06 (tarde)** ← ÚLTIMA", "**Session 7 (night)** incident": a bold line,
+# perhaps with a short note after it, that heads what follows when it is dated or numbered.
+_BOLD_HEAD = re.compile(r"^\s*(\*\*|__)([^*_\n]{2,80}?)\1[ \t]*([^*\n.!?。]{0,30})$")
+
+
+def _bold_entries(
+    lines: Sequence[str], blocks: Sequence[Block], year: int, first_day: bool
+) -> dict[int, str]:
+    """Given a text's lines and blocks, return the bold lines that head log entries (line →
+    title): one-line paragraphs in bold that are dated or numbered, at least `LOG_MIN_ENTRIES`
+    of one sort under the same heading — a ledger without headings whose sessions are bold
+    labels ("**Sesión 19 — mar 10/06**") is a log all the same."""
+    groups: dict[tuple[int, bool], dict[int, str]] = {}
+    section = 0
+    for block in blocks:
+        if block.kind == "heading":
+            section = block.line_start
+            continue
+        if block.kind != "paragraph" or block.line_start != block.line_end:
+            continue
+        bold = _BOLD_HEAD.match(lines[block.line_start - 1])
+        if bold is None or section_kind_of(bold.group(2)) is not None:
+            continue
+        title = f"{bold.group(2).strip()} {bold.group(3).strip()}".strip()
+        key = heading_key(bold.group(2), year, any_word=True, day_first=first_day)
+        if key is not None:
+            groups.setdefault((section, len(key) == 3), {})[block.line_start] = title
+    found: dict[int, str] = {}
+    for members in groups.values():
+        if len(members) >= LOG_MIN_ENTRIES:
+            found.update(members)
+    return found
 
 
 Raw = tuple[int, int, int | None, str]  # an item's first and last line, heading, block kind
 
 
 def _skeleton(
-    lines: Sequence[str], blocks: Sequence[Block], year: int
+    lines: Sequence[str], blocks: Sequence[Block], year: int, first_day: bool = False
 ) -> tuple[list[Heading], list[Raw]]:
     """Given a text's lines and blocks, return its headings (with the sections in disguise:
-    a bold line or a list item that names a known section) and its items' raw spans."""
+    a bold line or a list item that names a known section, and bold lines that head the
+    entries of a log) and its items' raw spans."""
     headings: list[Heading] = []
     stack: list[int] = []
     raw: list[Raw] = []
+    bold_entries = _bold_entries(lines, blocks, year, first_day)
     for block in blocks:
         level, title = block.heading_level, block.heading_text.strip()
         if block.kind == "paragraph" and block.line_start == block.line_end:
@@ -129,6 +130,12 @@ def _skeleton(
             bold = _BOLD_LINE.match(lines[block.line_start - 1])
             if bold is not None and section_kind_of(bold.group(2)) is not None:
                 title = bold.group(2).strip()
+                level = headings[stack[-1]].level + 1 if stack else 1
+            elif block.line_start in bold_entries:
+                title = bold_entries[block.line_start]
+                # a sibling of the entries before it: one level below the real heading above
+                while stack and headings[stack[-1]].line in bold_entries:
+                    stack.pop()
                 level = headings[stack[-1]].level + 1 if stack else 1
         if block.kind == "heading" or level:
             while stack and headings[stack[-1]].level >= level:
@@ -141,7 +148,7 @@ def _skeleton(
                     level,
                     block.line_start,
                     parent,
-                    heading_key(title, year, any_word=True),
+                    heading_key(title, year, any_word=True, day_first=first_day),
                 )
             )
             stack.append(len(headings) - 1)
@@ -166,8 +173,9 @@ def parse_outline(text: str, path: str = "") -> Outline:
     """Given a Markdown text, return its outline: headings, items, log entries, recency."""
     lines = source_lines(text)
     blocks = markdown_blocks(text)
-    year = _first_year(text)
-    headings, raw = _skeleton(lines, blocks, year)
+    year = first_year(text)
+    first_day = day_first(text)
+    headings, raw = _skeleton(lines, blocks, year, first_day)
     entries = _log_entries(headings)
     entry_rank = _entry_recency(headings, entries)
     current = _kept_current(headings, entries, entry_rank)
@@ -175,8 +183,8 @@ def parse_outline(text: str, path: str = "") -> Outline:
     by_heading: dict[int | None, list[int]] = {}
     for start, _end, heading, _ in raw:
         by_heading.setdefault(heading, []).append(start)
-    dated_order = {
-        heading: _dated_order([lines[start - 1] for start in starts], year)
+    by_date = {
+        heading: dated_order([lines[start - 1] for start in starts], year)
         for heading, starts in by_heading.items()
     }
     for position, (start, end, heading, kind) in enumerate(raw):
@@ -189,7 +197,7 @@ def parse_outline(text: str, path: str = "") -> Outline:
         else:
             siblings = by_heading[heading]
             index = siblings.index(start)
-            order = dated_order[heading]
+            order = by_date[heading]
             if order is not None:
                 index = order[index]  # dated items: by their dates, whichever way written
             # a short list is kept current, unless its items are dated entries ("- 2026-09-30:
@@ -304,58 +312,6 @@ def from_line(outline: Outline, line: int) -> Outline:
     return Outline(outline.path, headings, items, outline.lines, entries)
 
 
-DATED_ITEMS_SHARE = 0.5  # of a section's items opening with a date: ordered by their dates
-_OPENING_CHARS = 24  # a date within an item's first characters opens it
-
-
-def _dated_order(first_lines: Sequence[str], year: int) -> list[int] | None:
-    """Given the first lines of a section's items, return each item's rank by date, oldest 0,
-    when most of them (at least `LOG_MIN_ENTRIES`) open with a date: by the dates when they
-    run newest first (an undated item goes with the dated one before it), else the document's
-    order, newest last. None when the items are not dated."""
-    keys: list[tuple[int, ...] | None] = []
-    for line in first_lines:
-        match = _DATE.search(line[:_OPENING_CHARS])
-        keys.append(heading_key(match.group(0), year) if match else None)
-    present = [key for key in keys if key is not None]
-    if len(present) < LOG_MIN_ENTRIES or len(present) < DATED_ITEMS_SHARE * len(keys):
-        # no dates: numbered attempts ("- Attempt 14: …", "- #19 …") say their order too
-        keys = [_attempt_number(line) for line in first_lines]
-        present = [key for key in keys if key is not None]
-        if len(present) < LOG_MIN_ENTRIES or len(present) < DATED_ITEMS_SHARE * len(keys):
-            return None
-    steps = list(zip(present, present[1:], strict=False))
-    if sum(b < a for a, b in steps) <= sum(b > a for a, b in steps):
-        return list(range(len(keys)))  # written oldest first (or mixed): the document's order
-    previous: tuple[int, ...] = ()
-    filled = []
-    for key in keys:
-        previous = key or previous
-        filled.append(previous)
-    ranked = sorted(range(len(keys)), key=lambda i: (filled[i], i))
-    order = [0] * len(keys)
-    for rank, i in enumerate(ranked):
-        order[i] = rank
-    return order
-
-
-_ATTEMPT_NUMBER = re.compile(
-    r"^\s*(?:[-*+]|\d+[.)])?\s*[*_]*\s*(?:(?i:attempt|try|intento|versuch|essai|tentative"
-    r"|tentativa|experiment)\s*#?|試行|尝试|试验|시도\s*|#)\s*(\d{1,4})(?!\d)"
-)
-
-
-def _attempt_number(line: str) -> tuple[int, ...] | None:
-    """Given an item's first line, return the number of the attempt it opens with, or None."""
-    match = _ATTEMPT_NUMBER.match(line)
-    return (0, 0, 0, int(match.group(1))) if match else None
-
-
-def _first_year(text: str) -> int:
-    match = re.search(r"(?:19|20)\d\d(?=[-/.年])", text)
-    return int(match.group(0)) if match else 0
-
-
 def _log_entries(headings: Sequence[Heading]) -> set[int]:
     """Given the headings, return those that are entries of a log: dated or numbered siblings
     (same parent, same level), at least `LOG_MIN_ENTRIES` of them of one sort — dates with
@@ -397,6 +353,7 @@ def _entry_recency(headings: Sequence[Heading], entries: set[int]) -> dict[int, 
         for rank, i in enumerate(order):
             ranked[members[i]] = rank / count
             step[members[i]] = 1 / count
+    _rank_dated_together(headings, entries, ranked, step)
     # A log inside a log entry ("## 11/28 セッション9" > "### 試行43", "### 試行44"): its entries
     # rank within their enclosing entry, above every older one (parents come first).
     for index in sorted(entries):
@@ -405,6 +362,32 @@ def _entry_recency(headings: Sequence[Heading], entries: set[int]) -> dict[int, 
             ranked[index] = ranked[outer] - (1 - ranked[index]) * NESTED_SPAN * step[outer]
             step[index] *= NESTED_SPAN * step[outer]
     return ranked
+
+
+def _rank_dated_together(
+    headings: Sequence[Heading],
+    entries: set[int],
+    ranked: dict[int, float],
+    step: dict[int, float],
+) -> None:
+    """Given the log entries and their recency within their own log, rank every dated entry
+    that sits in no other entry by its date across the whole file, when the file has more
+    than one such log: "## Sessions S1–S4 (old)" above "## Sessions S5–S9 (newest last)"
+    are one history, and S4 is older than S9."""
+    top = [
+        index
+        for index in sorted(entries)
+        if _enclosing(headings, headings[index].parent, entries) is None
+    ]
+    if len({(headings[i].parent, headings[i].level) for i in top}) < 2:
+        return
+    if not top or any(len(headings[i].key or ()) != 3 for i in top):
+        return  # numbered logs ("Attempt 3", "Session 5") count apart: their numbers differ
+    order = sorted(top, key=lambda i: (headings[i].key or (), i))
+    count = max(1, len(order) - 1)
+    for rank, index in enumerate(order):
+        ranked[index] = rank / count
+        step[index] = 1 / count
 
 
 def _enclosing(headings: Sequence[Heading], index: int | None, entries: set[int]) -> int | None:

@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from carryd.carry.dating import heading_key
 from carryd.carry.ledger import Block, markdown_blocks, normalize_heading, source_lines
-from carryd.carry.outline import heading_key
 from carryd.carry.recency import DateKey, explicit_date
 from carryd.carry.spans import line_span
 

@@ -118,25 +118,63 @@ def units_of(text: str) -> list[Unit]:
             Unit(number, line) for number, line in enumerate(lines[2:], start=2) if line.strip()
         ]
     units: list[Unit] = []
+    for first, last in _wrapped_runs(lines):
+        run = "\n".join(lines[first : last + 1])
+        start = 0
+        for match in _SENTENCE_END.finditer(run):
+            if (
+                _inside_code(run, match.start())
+                or match.start() - start < MIN_SENTENCE
+                or (run[match.start() - 1] in ".!?" and _NOT_AN_END.match(run, match.end()))
+                or _DAY_MONTH.search(run, 0, match.start()) is not None
+            ):
+                continue
+            piece = run[start : match.start()]
+            if piece.strip():
+                units.append(Unit(first + run.count("\n", 0, start), piece.rstrip("\n")))
+            start = match.end()
+        if run[start:].strip():
+            units.append(Unit(first + run.count("\n", 0, start), run[start:]))
+    return units
+
+
+# A line that starts a block of its own: a list item, a heading, a quote, a table row, a fence,
+# a bold label. Anything else after a line that ends mid-sentence continues that sentence.
+_BLOCK_START = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|#|>|\||```|~~~|\*\*|__)")
+_CLAUSE_END = re.compile(r"[.!?。！？:：;；]\W{0,2}$")
+_JOINING = ",(/—–-&+"  # a line ending in these goes on
+WRAP_WIDTH = 72  # a line this long that ends mid-sentence was wrapped by its editor
+
+
+def _wrapped_runs(lines: Sequence[str]) -> list[tuple[int, int]]:
+    """Given a prose item's lines, return its runs of lines that are one text wrapped by an
+    editor (first and last line, inclusive; blank lines left out): a line continues the one
+    before it when that one ends mid-sentence and it starts no block of its own — and it starts
+    in lower case, or the line before ends in a comma or a dash, or is as long as a wrapped
+    line. "…BEFORE anything refreshes tax / rules on the source — otherwise …" is one sentence,
+    so it is kept or left out whole; "Mon 330k / Tue 295k" stay two lines."""
+    runs: list[tuple[int, int]] = []
     for number, line in enumerate(lines):
         if not line.strip():
             continue
-        start = 0
-        for match in _SENTENCE_END.finditer(line):
-            if (
-                _inside_code(line, match.start())
-                or match.start() - start < MIN_SENTENCE
-                or (line[match.start() - 1] in ".!?" and _NOT_AN_END.match(line, match.end()))
-                or _DAY_MONTH.search(line, 0, match.start()) is not None
-            ):
-                continue
-            piece = line[start : match.start()]
-            if piece.strip():
-                units.append(Unit(number, piece))
-            start = match.end()
-        if line[start:].strip():
-            units.append(Unit(number, line[start:]))
-    return units
+        if runs and runs[-1][1] == number - 1 and _continues(lines[number - 1], line):
+            runs[-1] = (runs[-1][0], number)
+        else:
+            runs.append((number, number))
+    return runs
+
+
+def _continues(before: str, line: str) -> bool:
+    head = before.lstrip()
+    if (
+        head.startswith(("#", "|"))
+        or _BLOCK_START.match(line)
+        or _CLAUSE_END.search(before.rstrip())
+    ):
+        return False
+    tail = before.rstrip()
+    opening = line.lstrip()[:1]
+    return opening.islower() or tail[-1:] in _JOINING or len(tail) >= WRAP_WIDTH
 
 
 def _inside_code(line: str, position: int) -> bool:
@@ -230,7 +268,7 @@ def joined(text: str, units: Sequence[Unit], chosen: Sequence[int]) -> str:
             source = lines[unit.line] if "\n" not in unit.text else unit.text
             indent = source[: len(source) - len(source.lstrip())]
             out.append(indent + unit.text.strip() if out else unit.text.rstrip())
-            current = unit.line
+            current = unit.line + unit.text.strip("\n").count("\n")  # a wrapped sentence ends here
         else:
             mark = " … " if gap else " "
             if not gap and previous is not None:
@@ -238,6 +276,7 @@ def joined(text: str, units: Sequence[Unit], chosen: Sequence[int]) -> str:
                 if pair in lines[unit.line]:
                     mark = ""  # "…変えない。変えるなら…": as in the source, no space
             out[-1] = f"{out[-1].rstrip()}{mark}{unit.text.strip()}"
+            current = unit.line + unit.text.strip("\n").count("\n")
         previous = index
     if shape == "fence":
         out.append(_closing(lines))

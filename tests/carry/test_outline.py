@@ -10,9 +10,11 @@ reason is shown whole or its lines are named.
 from __future__ import annotations
 
 import re
+import textwrap
 
+from carryd.carry.dating import heading_key
 from carryd.carry.marks import item_state, rule_force
-from carryd.carry.outline import Outline, heading_key, parse_outline
+from carryd.carry.outline import Outline, parse_outline
 from carryd.carry.outline_pack import pack_outline, whole_outline
 from carryd.carry.units import reason_units, units_of
 from hypothesis import HealthCheck, given, settings
@@ -348,3 +350,87 @@ def test_numbered_attempts_written_newest_first_keep_the_newest_first() -> None:
     cut = pack_outline(outline, 700, path=PATH)
     assert "- Attempt 14: raised the pool to 140 connections." in cut, cut
     assert "because shard 14 holds its lock" in cut, cut
+
+
+def wrapped_ledger() -> tuple[str, list[str]]:
+    """A ledger written in an editor that wraps at about 100 characters: each item's sentences
+    run over lines. Returns it and each sentence as it reads unwrapped."""
+    items, sentences = [], []
+    for n in range(1, 31):
+        first = (
+            f"Attempt {n}: on the target, delete the {n} extra rows (ids in logs/extra_{n}.txt) "
+            "BEFORE anything refreshes tax rules on the source, otherwise the refreshed rows "
+            f"replicate over and the apply worker loops on duplicate key {n}."
+        )
+        second = f"Measured lag after it: {n * 3} s on sub_billing_{n}."
+        sentences += [first, second]
+        wrapped = textwrap.fill(f"{first} {second}", width=96, subsequent_indent="   ")
+        items.append(f"{n}. {wrapped[3:] if wrapped.startswith('   ') else wrapped}")
+    return "# Ledger\n\n## Log\n" + "\n".join(items) + "\n", sentences
+
+
+def test_a_sentence_wrapped_over_lines_is_kept_or_left_out_whole() -> None:
+    ledger, sentences = wrapped_ledger()
+    outline = parse_outline(ledger, PATH)
+    assert any("\n" in unit.text for item in outline.items for unit in units_of(item.text))
+    for budget in (600, 1_500, 3_000, 5_000):
+        cut = pack_outline(outline, budget, path=PATH)
+        flat = " ".join(" ".join(line.split()) for line in cut.split("\n"))
+        for sentence in sentences:
+            words = sentence.split()
+            head, tail = " ".join(words[:6]), " ".join(words[-3:])
+            # a sentence is whole or absent: its head is never shown without its tail
+            assert (head in flat) == (tail in flat), (budget, sentence)
+
+
+def test_bold_session_labels_newest_first_make_a_log() -> None:
+    sessions = []
+    for n in range(12, 0, -1):  # newest at the top, no headings: bold labels, day first
+        sessions.append(
+            f"**Sesión {n} — {n + 10:02d}/05**{' ← ÚLTIMA' if n == 12 else ''}\n\n"
+            f"- lag entre {n} y {n + 2} s en horas punta\n"
+            f"- probé la variante {n}: descartado porque el disco llegó al {60 + n} %\n"
+        )
+    ledger = "Ledger de la migración. Lo más nuevo ARRIBA.\n\n" + "\n".join(sessions)
+    outline = parse_outline(ledger, PATH)
+    assert len(outline.log_entries) == 12
+    newest = next(item for item in outline.items if "variante 12:" in item.text)
+    oldest = next(item for item in outline.items if "variante 1:" in item.text)
+    assert newest.recency > oldest.recency
+    cut = pack_outline(outline, 700, path=PATH)
+    assert "lag entre 12 y 14 s" in cut and "variante 1:" not in cut
+
+
+def test_short_dates_written_day_first_order_a_log() -> None:
+    entries = [f"## {day:02d}/06 — session\n- measured p99 {day} ms\n" for day in (3, 10, 30)]
+    entries += ["## 02/07 — session\n- measured p99 77 ms\n"]
+    outline = parse_outline("# Log\n\n" + "\n".join(reversed(entries)), PATH)
+    by_text = {item.text: item.recency for item in outline.items}
+    assert by_text["- measured p99 77 ms"] == 1.0  # the 2nd of July is the newest
+    assert by_text["- measured p99 3 ms"] == 0.0  # the 3rd of June the oldest
+    assert heading_key("10/06", 2026, day_first=True) == (2026, 6, 10)
+    assert heading_key("10/06", 2026) == (2026, 10, 6)
+
+
+def test_dated_logs_in_two_places_are_one_history() -> None:
+    old = "".join(f"### S{n} — 2025-01-{n:02d}\n- step {n}\n" for n in range(1, 5))
+    new = "".join(f"### S{n} — 2025-01-{n + 10:02d}\n- step {n}\n" for n in range(5, 10))
+    ledger = (
+        f"# Ledger\n\n## Sessions S1–S4 (old)\n{old}\n## State\n- x\n\n"
+        f"## Sessions (newest last)\n{new}"
+    )
+    outline = parse_outline(ledger, PATH)
+    rank = {item.text: item.recency for item in outline.items}
+    assert rank["- step 4"] < rank["- step 5"] < rank["- step 9"] == 1.0
+
+
+def test_words_for_failed_attempts_in_more_languages() -> None:
+    for failed in (
+        "Geprobeerd: repo2-s3-uri-style=path, zelfde fout. Mislukt.",
+        "Provato il lazy init di Sentry: non ha funzionato, il cold start resta 1,4 s",
+        "Próba z większym poolem: nie pomogło",
+        "Попробовали увеличить таймаут: не помогло",
+    ):
+        assert item_state(failed) == "failed", failed
+    assert rule_force("Nooit een restore naar productie zonder akkoord.") > 0
+    assert rule_force("Mai 2024: il cliente ha chiesto un report.") == 0
