@@ -37,7 +37,7 @@ from carryd.carry.select import (
     select_memory_context,
 )
 from carryd.carry.spans import EntrySpan, line_span
-from carryd.carry.standing import standing_rules
+from carryd.carry.standing import note_relevance, standing_rules
 from carryd.index.entries import Entry, parse_entries
 from carryd.index.recall import RecallHit
 from carryd.index.redact import redact
@@ -339,8 +339,10 @@ def memory_selection(
             hit.workspace, hit.path, active_ledger=inputs.ledger_path
         ),
     )
-    terms = relevance_terms(inputs)
-    rules = standing_rules(inputs.root_defaults, confidence, terms)
+    work = "\n".join(text for text in (inputs.plan_text, inputs.ledger_text) if text)
+    rules = standing_rules(
+        inputs.root_defaults, confidence, note_relevance(inputs.root_defaults, work)
+    )
     standing = tuple(
         MemoryContextCandidate(
             memory_id=entry.id,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from carryd.carry.flat import FlatInputs, build_flat_carry
@@ -464,9 +465,12 @@ def _defaults(count: int, lines: int = 1) -> tuple[object, ...]:
         for number in range(count)
         for entry in parse_entries(
             f"notes/rules{number:02d}.md",
-            f"# rules {number}\n\n- Rule {number}: never deploy on a Friday, number {number}.\n"
-            + "".join(f"- and rule {number}.{extra}: keep the change log short\n" for extra in
-                      range(1, lines)),
+            f"# rules {number}\n\n- Rule {number}: never deploy on a Friday, number {number}; "
+            "refunds and webhooks wait for Monday.\n"
+            + "".join(
+                f"- and rule {number}.{extra}: keep the change log short\n"
+                for extra in range(1, lines)
+            ),
         )
     )
 
@@ -506,13 +510,18 @@ def test_standing_rules_give_way_to_the_ledgers_dead_ends_under_a_tight_budget()
     assert len(plan.text) <= plan.budget_chars <= 3_800
     for n in range(20):  # every dead end keeps its line …
         assert f"attempt {n}: tried queue variant {n}" in plan.text, n
-    # … the last defaults give way, and every one not shown is named with its id and lines.
+    # … the last defaults give way, rule by rule: each note shows its first rule before any
+    # shows its second, and every note not shown is named.
     shown = [n for n in range(6) if f"Rule {n}: never deploy" in plan.text]
     assert shown == list(range(len(shown))) and 0 < len(shown) < 6
+    assert not any(f"rule {n}.1:" in plan.text for n in range(6) if n not in shown)
     assert UNSHOWN_DEFAULTS in plan.text
     for entry in tight.root_defaults[len(shown) :]:
         title = entry.heading_path[-1]
-        assert f"{title} ({entry.path}:{entry.line_start}-{entry.line_end})" in plan.text
+        name = entry.path.removeprefix("notes/").removesuffix(".md")
+        assert f"{title} ({entry.path}:{entry.line_start}-{entry.line_end})" in plan.text or (
+            re.search(rf"notes/\{{[^}}]*\b{name}\b", plan.text)
+        ), entry.path
     assert decisions(plan)["standing"] == ("selected", "shrunk")
 
 
@@ -542,13 +551,23 @@ def test_a_smaller_carry_keeps_every_failed_attempt_and_names_the_rules_it_leave
     cut = build_carry(base, CarryBudgets(total_chars=4_200))
     rules = [f"Rule {n}: never deploy" for n in range(6)]
     assert sum(rule in cut.text for rule in rules) < sum(rule in full.text for rule in rules)
-    for n in range(12):  # a dead end is never lost, whole or as its line
+    hidden = [
+        range(int(a), int(b or a) + 1)
+        for a, b in re.findall(r"… not shown: L(\d+)(?:-(\d+))?", cut.text)
+    ]
+    lines = base.ledger_text.split("\n") if base.ledger_text else []
+    for n in range(12):  # a dead end is never lost: shown with its reason, or under a pointer
         assert f"attempt {n}: tried queue variant {n}" in full.text
-        assert f"attempt {n}: tried queue variant {n}" in cut.text
-    for entry in base.root_defaults:  # a rule not shown is named by its title and lines
+        line = next(i for i, text in enumerate(lines, 1) if f"attempt {n}:" in text)
+        assert f"attempt {n}: tried queue variant {n} — failed: the webhook" in cut.text or any(
+            line in span for span in hidden
+        ), n
+    for entry in base.root_defaults:  # a rule not shown is named by its title or its path
+        name = entry.path.removeprefix("notes/").removesuffix(".md")
         assert entry.text.split("\n- ")[1][:20] in cut.text or (
             f"{entry.heading_path[-1]} ({entry.path}:" in cut.text
-        )
+            or re.search(rf"notes/\{{[^}}]*\b{name}\b", cut.text)
+        ), entry.path
 
 
 def test_a_short_hand_off_is_not_cut_below_what_a_host_injects_anyway() -> None:
