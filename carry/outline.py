@@ -457,22 +457,3 @@ def _kind(
 def _weight(headings: Sequence[Heading], index: int | None, current: Collection[int]) -> float:
     kind = _kind(headings, index, current)
     return 1.0 if kind is None else KIND_WEIGHT[kind]
-
-
-_TERM = re.compile(r"[A-Za-z][\w.-]{3,}|[\u3400-\u9fff\uac00-\ud7af]{2,}")
-_STOP = frozenset(
-    "this that with from have will when then than into what which their there about after "
-    "before should would could these those also only just make made more most some such very "
-    "goal plan".split()
-)
-
-
-def relevance_terms_of(text: str, limit: int = 40) -> frozenset[str]:
-    """Given a plan, return the distinctive words of its first lines (its goal), casefolded."""
-    head = text[:1500]
-    terms: list[str] = []
-    for match in _TERM.finditer(head):
-        word = match.group(0).casefold().strip(".-")
-        if len(word) >= 4 and word not in _STOP and word not in terms:
-            terms.append(word)
-    return frozenset(terms[:limit])

@@ -5,10 +5,10 @@ table), never less: an item is shown whole, or as some of its units — always i
 gaps marked ` …`, ending in its lines `(L12-15)` — or not at all, named by a pointer
 (`… not shown: L12-30`, lines of the file the section's heading names) that covers a run of
 items left out. Units are chosen by value per
-character: the facts a unit holds (numbers, ids, commands, paths, code), its item's recency
-(log entries newest first, appended lists newest last), state (open and failed before plain,
-done and superseded last) and the weight of a known section name above it. Failed attempts
-come first, newest first: each keeps its first unit and the units most likely holding its
+character: how likely a unit holds what a fresh context must know (`carryd.carry.unit_value`,
+a model of its facts, its item's recency, state and section, fitted on scenarios written
+without sight of carryd), a table's rows by how new they are. Failed attempts come first,
+newest first: each keeps its first unit and the units most likely holding its
 reason (`carryd.carry.units.reason_units`, read from structure), then the newest are kept
 whole (or as their cause and result, `cause_units`) before anything else is spent. Output is
 in document order under each shown item's headings, and `chars <= budget` always. Pure.
@@ -22,32 +22,27 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from carryd.carry.marks import (
-    decides,
     failure_at,
     item_state,
     marked_current,
     names_attempts,
     reason_start,
-    struck_out,
-    unstruck,
 )
 from carryd.carry.outline import SUB_ITEM, Item, Outline
+from carryd.carry.unit_value import NEWEST, fact_likelihood
 from carryd.carry.units import (
     MIN_REASON_UNITS,
     Unit,
     cause_units,
     closed,
-    content_chars,
     joined,
     reason_ranked,
-    salience,
     shape_of,
     units_of,
 )
 
 STATE_FACTOR = {"open": 1.4, "failed": 1.3, "plain": 1.0, "done": 0.5, "superseded": 0.25}
 FAILED_WHOLE_SHARE = 0.45  # then newest first whole, while all failed take this share
-NEWEST = 0.999  # an item this recent is in the newest entry
 CURRENT_SHARE = 0.15  # first the status section and the open next steps, whole
 NEWEST_WHOLE_SHARE = 0.2  # first the newest attempts whole, up to this share
 FAILED_SHARE = 0.4  # failed attempts' first and reason units, first, up to this share
@@ -55,8 +50,6 @@ REASON_BONUS = 1.5
 FENCE_FACTOR = 0.7  # a code block's lines after its first: often pasted output
 TABLE_OLDEST = 0.6  # a table's first row is worth this much of its last
 NEWEST_ROW_BONUS = 1.5  # a table's last row still standing: where the figures stand now
-RELEVANT_BONUS = 1.2
-DECISION_RECENCY = 0.8  # an old decision is worth a recent item
 POINTER_CHARS = 12  # " (L123-130)" after an item shown in part
 FILL_POINTER_CHARS = 24  # what a pointer line can cost: an item this much over the room may fit
 FILL_TRIES = 64  # items tried whole after the spend, each by rendering the cut
@@ -82,22 +75,15 @@ class _Piece:
         return self.floor[: 2 if self.lead else 1]
 
 
-def _pieces(outline: Outline, relevance: frozenset[str]) -> list[_Piece]:
+def _pieces(outline: Outline) -> list[_Piece]:
     pieces = []
     labelled = _labelled(outline)
     for item in outline.items:
-        recency = item.recency
-        if item.state == "plain" and decides(item.text):
-            recency = max(recency, DECISION_RECENCY)  # a decision holds until superseded
         shape = shape_of(item.text)
-        if item.state == "plain" and shape != "table" and marked_current(item.text.split("\n")[0]):
-            recency = 1.0  # "- 2026-09-30: 0.9% — **current CI number**": newer ones are not
-        factor = item.weight * (0.3 + 0.7 * recency) * STATE_FACTOR[item.state]
-        if relevance and any(term in item.text.casefold() for term in relevance):
-            factor *= RELEVANT_BONUS
         units = units_of(item.text) or [Unit(0, item.text)]
-        values = [factor * (1.0 + _worth(u.text, shape)) for u in units]
-        values[0] += 0.5 * factor  # the first unit says what the item is about
+        # how likely each unit holds what a fresh context must know (a decision, a line marked
+        # current, an open step, a failed attempt's reason: `carryd.carry.unit_value`)
+        values = fact_likelihood(item, units, len(outline.items))
         if shape == "fence":
             values[0] = 0.0  # an opening "```sql" says nothing by itself
             values[2:] = [value * FENCE_FACTOR for value in values[2:]]  # output, not command
@@ -173,15 +159,6 @@ def _row_dates(rows: Sequence[str]) -> list[tuple[int, int, int] | None] | None:
     return keys
 
 
-def _worth(text: str, shape: str) -> float:
-    """Given a unit and its item's shape, return what its facts are worth: its salient tokens
-    and its length. A table cell corrected in place ("~~655~~ 649 ms") holds one figure, not
-    two; in prose a struck span is what the item goes on to replace, and it is counted."""
-    if shape == "table" and not struck_out(text):
-        text = unstruck(text)
-    return salience(text) + content_chars(text) / 120
-
-
 _OUTCOME = re.compile(r"(?:→|->|=>|:|：|—|–)\s*\S.{11,}")
 
 
@@ -249,9 +226,7 @@ def _attempt_floor(item: Item, units: Sequence[Unit]) -> tuple[list[int], list[i
     return chosen, chosen
 
 
-def pack_outline(
-    outline: Outline, budget: int, *, path: str, relevance: frozenset[str] = frozenset()
-) -> str:
+def pack_outline(outline: Outline, budget: int, *, path: str) -> str:
     """Given an outline, a budget and the file's root-relative path, return the cut (≤ budget).
 
     The steps: value every unit; give failed attempts their floor (newest first); spend the
@@ -261,7 +236,7 @@ def pack_outline(
         return ""
     room = budget
     for _ in range(6):
-        pieces = _pieces(outline, relevance)
+        pieces = _pieces(outline)
         _spend(pieces, outline, room)
         text = render(outline, pieces)
         if len(text) <= budget:

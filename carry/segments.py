@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from carryd.carry.anchors import AnchorRow, history_rows
 from carryd.carry.budgets import CarryBudgets
 from carryd.carry.ledger import Ledger, SectionNames
-from carryd.carry.outline import from_line, parse_outline, relevance_terms_of
+from carryd.carry.outline import from_line, parse_outline
 from carryd.carry.outline_pack import pack_outline, whole_outline
 from carryd.carry.plan import (
     PlanParts,
@@ -119,15 +119,12 @@ def ledger_segment(
         return empty  # headings alone say nothing: no empty segment
     heading = redact(f"# Handoff ledger (`{inputs.ledger_path}`)")
     whole = whole_outline(outline)
-    terms = relevance_terms(inputs)
 
     def fit(room: int, _: Mapping[str, str]) -> str:
         budget = room - len(heading) - 1
         if len(whole) <= budget:
             return f"{heading}\n{whole}"
-        body = _fit(
-            lambda b: pack_outline(outline, b, path=inputs.ledger_path, relevance=terms), budget
-        )
+        body = _fit(lambda b: pack_outline(outline, b, path=inputs.ledger_path), budget)
         return f"{heading}\n{body}" if body.strip() else ""
 
     return PromptSegment(
@@ -139,11 +136,6 @@ def ledger_segment(
         fit=fit,
         max_chars=None,
     )
-
-
-def relevance_terms(inputs: CarryInputs) -> frozenset[str]:
-    """Given the inputs, return the words of the plan's goal that make an item relevant."""
-    return relevance_terms_of(inputs.plan_text or "")
 
 
 def _entry_spans(path: str, text: str, first_line: int) -> tuple[EntrySpan, ...]:

@@ -1,0 +1,35 @@
+"""The weights of `carryd.carry.unit_value`, fitted by `bench/p9_fit.py --write`
+on the 25 development scenarios (L2 1.0); regenerate, do not edit."""
+
+INTERCEPT = -10.8602
+WEIGHTS: dict[str, float] = {
+    "loglen": 1.2955,
+    "salient": 0.0064,
+    "salient_density": 0.0683,
+    "digit_density": 0.2857,
+    "code": -0.0219,
+    "recency": 1.5276,
+    "newest": 0.4543,
+    "position": 0.6669,
+    "opening": 0.4158,
+    "in_log": 0.4022,
+    "weight": 0.6274,
+    "first": 0.0573,
+    "place": -0.4957,
+    "units": 0.1816,
+    "reason_cue": 0.1127,
+    "reason_score": 0.1897,
+    "decision": 0.6715,
+    "current": 0.7853,
+    "struck": -0.8306,
+    "table": -0.7828,
+    "fence": -1.3904,
+    "state_open": 1.3686,
+    "state_failed": 0.7708,
+    "state_done": -0.7352,
+    "state_superseded": 0.7326,
+    "section_status": 1.3046,
+    "section_goal": -0.2059,
+    "section_tried": -0.0450,
+    "section_next": 0.5831,
+}
