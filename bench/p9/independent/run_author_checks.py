@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Run the later authors' own check scripts (check_ir.py … check_iw.py) on their scenarios.
+"""Run the later authors' own check scripts (check_ir.py … check_jc.py) on their scenarios.
 
 Those authors wrote two scenarios each into `one/<id>/` and `two/<id>/` beside their
 `check.py`; which of the two went to dev/ and which to test/ was fixed before either was read
-(ir, it, iv: one → dev; is, iu, iw: two → dev). Their scripts are kept as they wrote them, so
+(ir, it, iv, ix, iz, jb: one → dev; is, iu, iw, iy, ja, jc: two → dev). Their scripts are kept as they wrote them, so
 this copies each pair back into that layout in a temp folder and runs the script there. Pure
 stdlib; exit 1 when any author's check fails.
 """
@@ -24,6 +24,12 @@ PAIRS = {  # tag: (one, two) as (split, scenario id)
     "iu": (("test", "iu-thumbd-arm64-port"), ("dev", "iu-rapprochement-crm-sirene")),
     "iv": (("dev", "iv-ja-seikyu-pdf-gotenberg"), ("test", "iv-ptbr-pix-conciliacao")),
     "iw": (("test", "iw-nrt-swiftly-etas"), ("dev", "iw-pgbackrest-offsite-nl")),
+    "ix": (("dev", "ix-reranker-kd-ledger"), ("test", "ix-siparis-pg16-gecis")),
+    "iy": (("test", "iy-haozhen-rn074-newarch"), ("dev", "iy-ir-jenkins-cli-fileread")),
+    "iz": (("dev", "iz-orders-cdc-clickhouse"), ("test", "iz-markfukt-lorawan-sleep")),
+    "ja": (("test", "ja-pg16-logical-upgrade"), ("dev", "ja-pl-payu-zwroty")),
+    "jb": (("dev", "jb-roomsrv-tick-p99"), ("test", "jb-dashboard-vite-migration")),
+    "jc": (("test", "jc-lago-sap-wareneingang"), ("dev", "jc-eks-couts-nordik")),
 }
 
 
