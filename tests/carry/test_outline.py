@@ -434,3 +434,22 @@ def test_words_for_failed_attempts_in_more_languages() -> None:
         assert item_state(failed) == "failed", failed
     assert rule_force("Nooit een restore naar productie zonder akkoord.") > 0
     assert rule_force("Mai 2024: il cliente ha chiesto un report.") == 0
+
+
+def test_a_section_named_current_in_any_language_is_where_things_stand() -> None:
+    for heading in (
+        "## CURRENT (updated 2024-10-15 ~01:40 UTC, session 19)",
+        "## Stan obecny",
+        "## Текущее состояние",
+        "## 目前狀態",
+        "## Nuläge",
+    ):
+        ledger = (
+            f"# Ledger\n\n{heading}\n- kd-033 is RUNNING, step 31,500 / 48,000\n\n"
+            "## Learnings (written 2024-09-06)\n- T=4 is the sweet spot\n\n"
+            "## What we learned (rewritten 2024-10-03)\n- T=2 beats T=4\n\n"
+            "## Notes (2024-10-01)\n- nothing\n"
+        )
+        outline = parse_outline(ledger, PATH)
+        item = next(i for i in outline.items if "kd-033" in i.text)
+        assert item.section == "status" and item.recency == 1.0, heading
