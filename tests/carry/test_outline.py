@@ -443,6 +443,7 @@ def test_a_section_named_current_in_any_language_is_where_things_stand() -> None
         "## Текущее состояние",
         "## 目前狀態",
         "## Nuläge",
+        "## Gdzie jesteśmy (aktualizuj!)",
     ):
         ledger = (
             f"# Ledger\n\n{heading}\n- kd-033 is RUNNING, step 31,500 / 48,000\n\n"
