@@ -51,8 +51,9 @@ def test_an_open_step_outweighs_the_same_step_done() -> None:
 
 
 def test_prose_outweighs_the_same_words_pasted_as_output() -> None:
-    ledger = f"# Ledger\n\n## Notes\n- {LINE}\n\n```\n$ psql\n{LINE.replace('r7', 'r9')}\n```\n"
-    assert likelihood_of(ledger, "replica r7") > likelihood_of(ledger, "replica r9")
+    prose = f"# Ledger\n\n## Notes\n- note 1.\n- {LINE}\n"
+    pasted = f"# Ledger\n\n## Notes\n- note 1.\n\n```\n{LINE}\n```\n"
+    assert likelihood_of(prose, "replica r7") > likelihood_of(pasted, "replica r7")
 
 
 def test_where_things_stand_outweighs_a_plain_note() -> None:
