@@ -141,6 +141,27 @@ def load_scenarios(folders: list[Path]) -> tuple[list[Scenario], list[str]]:
     return scenarios, problems
 
 
+PROBLEM_KINDS = (
+    ("duplicate fact id", "missing or duplicate id"),
+    ("phrase not in its source", "phrase(s) not in"),
+    ("unknown kind", "unknown kind"),
+    ("bad JSON", "not JSON"),
+    ("bad phrases", "phrases must be"),
+    ("bad source", "is not a file of root/"),
+    ("scenario without a valid fact", "no valid facts"),
+)
+
+
+def problem_kinds(problems: list[str]) -> dict[str, int]:
+    """Given scenario problems, return how many there are of each kind (no content: what a
+    held-out split may show)."""
+    counts: dict[str, int] = {}
+    for problem in problems:
+        kind = next((name for name, cue in PROBLEM_KINDS if cue in problem), "other")
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
 def _load_one(folder: Path, seen_facts: set[str]) -> tuple[Scenario | None, list[str]]:
     problems: list[str] = []
     try:
@@ -723,8 +744,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         scenarios = [s for s in scenarios if s.id in args.only]
     if held_out and problems:
-        print(f"bench_p9: {len(problems)} problem(s) in the scenarios (held-out: not shown)",
-              file=sys.stderr)
+        kinds = ", ".join(f"{count} {kind}" for kind, count in problem_kinds(problems).items())
+        print(
+            f"bench_p9: {len(problems)} problem(s) in the scenarios (held-out: only their kinds "
+            f"are shown: {kinds})",
+            file=sys.stderr,
+        )
         return 2
     for problem in problems:
         print(f"bench_p9: {problem}", file=sys.stderr)
