@@ -386,9 +386,14 @@ def names_attempts(heading: str) -> bool:
     return _ATTEMPT_HEADING.search(heading) is not None
 
 
+# A prohibition shouted in capitals ("NO prod changes Friday–Sunday", "KEINE Deploys", "NIE
+# wdrażać"): "no" in lower case is too common a word to count.
+_SHOUTED_NO = re.compile(r"(?<![\w-])(?:NO|NOT|KEIN|KEINE|NIE|PAS|NÃO|NON|НЕ|НЕЛЬЗЯ)(?= [^\W\d_])")
+
+
 def rule_force(text: str) -> int:
     """Given a note's text, return how many imperatives it states (0: knowledge, not a rule)."""
-    return len(_RULE_PATTERN.findall(text))
+    return len(_RULE_PATTERN.findall(text)) + len(_SHOUTED_NO.findall(text))
 
 
 def reason_start(text: str, cues: tuple[str, ...] = REASON_CUES) -> int | None:

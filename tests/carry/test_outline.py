@@ -433,6 +433,8 @@ def test_words_for_failed_attempts_in_more_languages() -> None:
     ):
         assert item_state(failed) == "failed", failed
     assert rule_force("Nooit een restore naar productie zonder akkoord.") > 0
+    assert rule_force("- NO prod changes Friday, Saturday, Sunday.") > 0  # shouted
+    assert rule_force("- no change in p99 after the restart.") == 0
     assert rule_force("Mai 2024: il cliente ha chiesto un report.") == 0
 
 
