@@ -70,6 +70,16 @@ def build(folder: Path, work: Path, inline_chars: int) -> tuple[str, str]:
     return built.text, compose_context(inline, path)
 
 
+def measure(folders: Sequence[Path], work: Path, inline_chars: int, arm: int) -> str:
+    """Given the scenarios, return the coverage and mean characters of arm ③ (0) or ④ (1)."""
+    kept = total = chars = 0
+    for folder in folders:
+        text = build(folder, work, inline_chars)[arm]
+        k, t = facts_kept(folder, text)
+        kept, total, chars = kept + k, total + t, chars + len(text)
+    return f"coverage {100 * kept / total:5.1f}% chars {chars / len(folders):7.0f}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=("dev", "test"), default="dev")
@@ -81,26 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for slack in SLACKS:
             render.COST_SLACK = slack
-            kept = total = chars = 0
-            for folder in folders:
-                carry, _ = build(folder, work, INLINE[0])
-                k, t = facts_kept(folder, carry)
-                kept, total, chars = kept + k, total + t, chars + len(carry)
-            print(
-                f"{args.split}: ③ slack +{slack:.1%}: coverage {100 * kept / total:5.1f}% "
-                f"chars {chars / len(folders):7.0f}"
-            )
+            print(f"{args.split}: ③ slack +{slack:.1%}: {measure(folders, work, INLINE[0], 0)}")
         render.COST_SLACK = SLACKS[0]
-        for inline_chars in INLINE:
-            kept = total = chars = 0
-            for folder in folders:
-                _, inline = build(folder, work, inline_chars)
-                k, t = facts_kept(folder, inline)
-                kept, total, chars = kept + k, total + t, chars + len(inline)
-            print(
-                f"{args.split}: ④ inline_chars {inline_chars:6d}: coverage "
-                f"{100 * kept / total:5.1f}% chars {chars / len(folders):7.0f}"
-            )
+        for chars in INLINE:
+            print(f"{args.split}: ④ inline_chars {chars:6d}: {measure(folders, work, chars, 1)}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
