@@ -34,10 +34,11 @@ Parsing rules, all deterministic and none of them raising:
 from __future__ import annotations
 
 import re
+import types
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Literal
 
 # Re-exported: an item's kind comes from its markers, whose home is `carryd.carry.item_kinds`.
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 
 SectionKind = Literal["status", "goal", "tried", "next", "other"]
 BlockKind = Literal["list", "paragraph", "heading", "other"]
+
 
 @dataclass(frozen=True)
 class LedgerItem:
@@ -223,7 +225,11 @@ def normalize_heading(text: str) -> str:
     return _TRAILING_PUNCTUATION.sub("", folded.strip()).strip()
 
 
-def _section_table(names: SectionNames) -> dict[str, KnownKind]:
+@lru_cache(maxsize=8)
+def _section_table(names: SectionNames) -> Mapping[str, KnownKind]:
+    """Given the configured names, return every name and synonym, normalised, with its section
+    (the first section to claim a name keeps it), longest name first. Built once per names:
+    every heading of every ledger and plan is looked up in it."""
     table: dict[str, KnownKind] = {}
     for spec in SECTION_TABLE:
         configured: Sequence[str] = getattr(names, spec.kind)
@@ -231,7 +237,8 @@ def _section_table(names: SectionNames) -> dict[str, KnownKind]:
             key = normalize_heading(name)
             if key:
                 table.setdefault(key, spec.kind)
-    return table
+    ordered = sorted(table.items(), key=lambda pair: (-len(pair[0]), pair[0]))
+    return types.MappingProxyType(dict(ordered))
 
 
 def section_kind_of(heading_text: str, names: SectionNames = SectionNames()) -> KnownKind | None:  # noqa: B008
@@ -250,7 +257,7 @@ _CJK_RIDERS = re.compile(r"(?:要做的|要做|记录|清单|列表|汇总|一�
 _IDEOGRAPHS = re.compile(r"^[\u4e00-\u9fff]")
 
 
-def _match_section(heading_text: str, table: dict[str, KnownKind]) -> KnownKind | None:
+def _match_section(heading_text: str, table: Mapping[str, KnownKind]) -> KnownKind | None:
     """Given a heading's text and the name table, return the section it names, or None.
 
     In order: the whole heading; either half of a heading that joins two names; a heading
@@ -264,7 +271,7 @@ def _match_section(heading_text: str, table: dict[str, KnownKind]) -> KnownKind 
         part = part.strip().rstrip(":")
         if part in table:
             return table[part]
-    for name in sorted(table, key=lambda name: (-len(name), name)):
+    for name in table:  # longest first
         if not key.startswith(name) or len(key) == len(name):
             continue
         rest = key[len(name) :]
@@ -310,7 +317,7 @@ class _Draft:
         self.first_level = self.level
 
 
-def _title_indices(blocks: Sequence[Block], table: dict[str, KnownKind]) -> list[int]:
+def _title_indices(blocks: Sequence[Block], table: Mapping[str, KnownKind]) -> list[int]:
     """Given the blocks, return the indices of the level-1 headings that are ledger titles."""
     titles: list[int] = []
     first = ""
@@ -376,7 +383,7 @@ def _titles_warning(blocks: Sequence[Block], titles: Sequence[int]) -> tuple[str
 
 
 def _collect_sections(
-    blocks: Sequence[Block], lines: Sequence[str], table: dict[str, KnownKind]
+    blocks: Sequence[Block], lines: Sequence[str], table: Mapping[str, KnownKind]
 ) -> tuple[list[_Draft], list[str]]:
     """Given the blocks after the current title, return the sections they form (document
     order, items collected) and the warnings for sections that appear twice."""
