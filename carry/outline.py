@@ -114,7 +114,7 @@ Raw = tuple[int, int, int | None, str]  # an item's first and last line, heading
 
 
 def _skeleton(
-    lines: Sequence[str], blocks: Sequence[Block], year: int, first_day: bool = False
+    lines: Sequence[str], blocks: Sequence[Block], year: int, first_day: bool
 ) -> tuple[list[Heading], list[Raw]]:
     """Given a text's lines and blocks, return its headings (with the sections in disguise:
     a bold line or a list item that names a known section, and bold lines that head the
@@ -381,7 +381,7 @@ def _rank_dated_together(
     ]
     if len({(headings[i].parent, headings[i].level) for i in top}) < 2:
         return
-    if not top or any(len(headings[i].key or ()) != 3 for i in top):
+    if any(len(headings[i].key or ()) != 3 for i in top):
         return  # numbered logs ("Attempt 3", "Session 5") count apart: their numbers differ
     order = sorted(top, key=lambda i: (headings[i].key or (), i))
     count = max(1, len(order) - 1)

@@ -165,16 +165,14 @@ def _wrapped_runs(lines: Sequence[str]) -> list[tuple[int, int]]:
 
 
 def _continues(before: str, line: str) -> bool:
-    head = before.lstrip()
+    tail = before.rstrip()
     if (
-        head.startswith(("#", "|"))
+        before.lstrip().startswith(("#", "|"))
         or _BLOCK_START.match(line)
-        or _CLAUSE_END.search(before.rstrip())
+        or _CLAUSE_END.search(tail)
     ):
         return False
-    tail = before.rstrip()
-    opening = line.lstrip()[:1]
-    return opening.islower() or tail[-1:] in _JOINING or len(tail) >= WRAP_WIDTH
+    return line.lstrip()[:1].islower() or tail[-1:] in _JOINING or len(tail) >= WRAP_WIDTH
 
 
 def _inside_code(line: str, position: int) -> bool:
